@@ -1,0 +1,197 @@
+#pragma once
+// kwsvd::batched_small_svd: the SVD of every matrix of a batch whose working
+// set fits in one team's level-0 scratch, one team per matrix (level 0 of the
+// W-cycle; the W-cycle scheduler calls the same kernel for column-block pairs).
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "kwsvd/api/errors.hpp"
+#include "kwsvd/api/options.hpp"
+#include "kwsvd/kernels/one_sided_jacobi_team.hpp"
+
+namespace kwsvd {
+
+/// True when an m x n SVD (with or without vectors) fits in the run-time
+/// level-0 team scratch of ExecSpace, i.e. batched_small_svd accepts it.
+template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
+bool small_svd_fits(int m, int n, Job job = Job::values_and_vectors) {
+  if (m < 0 || n < 0) return false;
+  return Impl::one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(
+             m, n, job == Job::values_and_vectors) <=
+         std::size_t(Impl::team_scratch_bytes_max<ExecSpace>());
+}
+
+namespace Impl {
+
+template <class ExecSpace, class AView, class SView, class UView, class VView, class InfoView>
+struct BatchedSmallSvdFunctor {
+  using Scalar = typename SView::non_const_value_type;
+  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using ScratchVector = Kokkos::View<Scalar*, typename ExecSpace::scratch_memory_space,
+                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  AView A;
+  SView S;
+  UView U;
+  VView V;
+  InfoView info;
+  OneSidedJacobiShape shape;
+  Scalar tol;
+  int max_sweeps;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const int b = member.league_rank();
+    const int M = shape.rows, N = shape.cols;
+    // Carved exactly as one_sided_jacobi_scratch_bytes sized them.
+    ScratchVector W(member.team_scratch(0), std::size_t(M) * N);
+    ScratchVector Vw(member.team_scratch(0), shape.vectors ? std::size_t(N) * N : 0);
+    ScratchVector d(member.team_scratch(0), std::size_t(N));
+    OneSidedJacobiOutput<Scalar> out{S.data() + b * std::ptrdiff_t(S.stride(0)),
+                                     std::ptrdiff_t(S.stride(1)), StridedMatrix<Scalar>{},
+                                     StridedMatrix<Scalar>{}, &info(b)};
+    if (shape.vectors) {
+      out.U = matrix_of<Scalar>(U, b);
+      out.V = matrix_of<Scalar>(V, b);
+    }
+    one_sided_jacobi_team(member, matrix_of<const Scalar>(A, b), shape,
+                          OneSidedJacobiScratch<Scalar>{W.data(), Vw.data(), d.data()}, out,
+                          tol, max_sweeps);
+  }
+};
+
+template <class ExecSpace, class AView, class SView, class UView, class VView, class InfoView>
+void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& S,
+                            const UView& U, const VView& V, const InfoView& info,
+                            const SvdOptions& options, bool vectors) {
+  using Scalar = typename SView::non_const_value_type;
+  static_assert(Kokkos::is_view<AView>::value && AView::rank == 3,
+                "kwsvd::batched_small_svd: A must be a rank-3 View (batch, m, n)");
+  static_assert(Kokkos::is_view<SView>::value && SView::rank == 2,
+                "kwsvd::batched_small_svd: S must be a rank-2 View (batch, min(m, n))");
+  static_assert(UView::rank == 3 && VView::rank == 3,
+                "kwsvd::batched_small_svd: U and V must be rank-3 Views (batch, m|n, min(m, n))");
+  static_assert(Kokkos::is_view<InfoView>::value && InfoView::rank == 1 &&
+                    std::is_same<typename InfoView::value_type, SvdInfo>::value,
+                "kwsvd::batched_small_svd: info must be a rank-1 View of kwsvd::SvdInfo");
+  static_assert(std::is_floating_point<Scalar>::value,
+                "kwsvd::batched_small_svd: the scalar type must be float or double");
+  static_assert(std::is_same<typename AView::non_const_value_type, Scalar>::value &&
+                    std::is_same<typename SView::value_type, Scalar>::value &&
+                    std::is_same<typename UView::value_type, Scalar>::value &&
+                    std::is_same<typename VView::value_type, Scalar>::value,
+                "kwsvd::batched_small_svd: A, S, U and V must share one scalar type and "
+                "S, U, V must not be const");
+  static_assert(Kokkos::SpaceAccessibility<ExecSpace, typename AView::memory_space>::accessible &&
+                    Kokkos::SpaceAccessibility<ExecSpace, typename SView::memory_space>::accessible &&
+                    Kokkos::SpaceAccessibility<ExecSpace, typename UView::memory_space>::accessible &&
+                    Kokkos::SpaceAccessibility<ExecSpace, typename VView::memory_space>::accessible &&
+                    Kokkos::SpaceAccessibility<ExecSpace,
+                                               typename InfoView::memory_space>::accessible,
+                "kwsvd::batched_small_svd: every View must be in a memory space the execution "
+                "space can access");
+
+  constexpr const char* fn = "kwsvd::batched_small_svd";
+  const std::size_t batch = A.extent(0), m = A.extent(1), n = A.extent(2);
+  const std::size_t k = m < n ? m : n;
+  if (batch > std::size_t(1) << 30 || m > std::size_t(1) << 20 || n > std::size_t(1) << 20) {
+    throw_invalid_argument(fn, "A", "is too large: extents " + format_extents({batch, m, n}));
+  }
+  require_extents(fn, "S", {S.extent(0), S.extent(1)}, {batch, k},
+                  "(batch, min(m, n)) with batch, m, n taken from A");
+  require_extents(fn, "info", {info.extent(0)}, {batch}, "(batch) with batch taken from A");
+  if (vectors) {
+    require_extents(fn, "U", {U.extent(0), U.extent(1), U.extent(2)}, {batch, m, k},
+                    "(batch, m, min(m, n)) with batch, m, n taken from A");
+    require_extents(fn, "V", {V.extent(0), V.extent(1), V.extent(2)}, {batch, n, k},
+                    "(batch, n, min(m, n)) with batch, m, n taken from A");
+  }
+  if (!(options.tolerance >= 0 && options.tolerance < 1)) {
+    throw_invalid_argument(fn, "options.tolerance",
+                           "must be in [0, 1) (0 selects 30 u), got " +
+                               std::to_string(options.tolerance));
+  }
+  if (options.max_sweeps < 1) {
+    throw_invalid_argument(fn, "options.max_sweeps",
+                           "must be at least 1, got " + std::to_string(options.max_sweeps));
+  }
+  const int lanes_request = options.lanes_per_pair;
+  if (lanes_request != 0 && (lanes_request < 1 || lanes_request > 32 ||
+                             (lanes_request & (lanes_request - 1)) != 0)) {
+    throw_invalid_argument(fn, "options.lanes_per_pair",
+                           "must be 0 (automatic) or a power of two from 1 to 32, got " +
+                               std::to_string(lanes_request));
+  }
+  if (batch == 0) return;
+  if (!small_svd_fits<Scalar, ExecSpace>(int(m), int(n), vectors ? Job::values_and_vectors
+                                                                   : Job::values)) {
+    throw_invalid_argument(
+        fn, "A",
+        "has shape " + std::to_string(m) + " x " + std::to_string(n) + ", whose working set (" +
+            std::to_string(one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(int(m), int(n),
+                                                                            vectors)) +
+            " bytes) exceeds the " + std::to_string(team_scratch_bytes_max<ExecSpace>()) +
+            " bytes of level-0 team scratch of " + ExecSpace::name() +
+            "; check kwsvd::small_svd_fits first");
+  }
+
+  const OneSidedJacobiShape shape(int(m), int(n), vectors);
+  const Scalar u = std::numeric_limits<Scalar>::epsilon() / 2;
+  const Scalar tol = options.tolerance > 0 ? Scalar(options.tolerance) : Scalar(30) * u;
+
+  // alpha x warp per pair (§IV-B-1): the paper's rule from the row count of
+  // the work matrix, or the caller's choice; never more than the backend has.
+  int lanes = lanes_request != 0 ? lanes_request : lanes_per_pair_rule(shape.rows);
+  while (lanes > 1 && lanes > vector_length_max<ExecSpace>()) lanes /= 2;
+  using Functor = BatchedSmallSvdFunctor<ExecSpace, AView, SView, UView, VView, InfoView>;
+  const Functor functor{A, S, U, V, info, shape, tol, options.max_sweeps};
+  const std::size_t scratch =
+      one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(int(m), int(n), vectors);
+  Kokkos::TeamPolicy<ExecSpace> probe(exec, int(batch), 1, lanes);
+  probe.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
+  // One team thread per column pair of a round-robin step.
+  const int pairs = (shape.cols + 1) / 2;
+  const int team_max = probe.team_size_max(functor, Kokkos::ParallelForTag());
+  const int team = pairs < 1 ? 1 : (pairs < team_max ? pairs : team_max);
+  Kokkos::TeamPolicy<ExecSpace> policy(exec, int(batch), team, lanes);
+  policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
+  Kokkos::parallel_for("kwsvd::batched_small_svd", policy, functor);
+}
+
+}  // namespace Impl
+
+/// Singular values and vectors of every matrix of a batch, A(b) = U(b) S(b) V(b)^T,
+/// one team per matrix with the matrix resident in level-0 team scratch.
+///
+/// A: rank-3 View (batch, m, n), float or double, any layout, left unchanged.
+/// S: (batch, k) with k = min(m, n), singular values in descending order.
+/// U: (batch, m, k) and V: (batch, n, k), orthonormal columns.
+/// info: (batch) kwsvd::SvdInfo: sweeps used, converged, non-finite input (a
+/// matrix with NaN/Inf gets NaN outputs; the others are unaffected).
+/// Every View must be accessible from `exec`; the call is asynchronous.
+///
+/// Throws kwsvd::invalid_argument naming the argument when extents, options or
+/// the shape are unusable; small_svd_fits<Scalar, ExecSpace>(m, n) tells
+/// beforehand whether a shape fits the run-time scratch limit.
+template <class ExecSpace, class AView, class SView, class UView, class VView, class InfoView>
+void batched_small_svd(const ExecSpace& exec, const AView& A, const SView& S, const UView& U,
+                       const VView& V, const InfoView& info, const SvdOptions& options = {}) {
+  if (options.job != Job::values_and_vectors) {
+    Impl::throw_invalid_argument("kwsvd::batched_small_svd", "options.job",
+                                 "must be Job::values_and_vectors when U and V are passed; use "
+                                 "the overload without U and V for values only");
+  }
+  Impl::batched_small_svd_impl(exec, A, S, U, V, info, options, true);
+}
+
+/// Singular values only (options.job is ignored).
+template <class ExecSpace, class AView, class SView, class InfoView>
+void batched_small_svd(const ExecSpace& exec, const AView& A, const SView& S, const InfoView& info,
+                       const SvdOptions& options = {}) {
+  using Scalar = typename SView::non_const_value_type;
+  using NoVectors = Kokkos::View<Scalar***, Kokkos::LayoutRight, typename SView::memory_space>;
+  Impl::batched_small_svd_impl(exec, A, S, NoVectors(), NoVectors(), info, options, false);
+}
+
+}  // namespace kwsvd

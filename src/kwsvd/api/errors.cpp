@@ -1,0 +1,38 @@
+#include "kwsvd/api/errors.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace kwsvd::Impl {
+
+std::string format_extents(std::initializer_list<std::size_t> extents) {
+  std::ostringstream out;
+  out << '(';
+  bool first = true;
+  for (std::size_t e : extents) {
+    out << (first ? "" : ", ") << e;
+    first = false;
+  }
+  out << ')';
+  return out.str();
+}
+
+void throw_invalid_argument(const char* function, const char* argument,
+                            const std::string& problem) {
+  throw kwsvd::invalid_argument(std::string(function) + ": argument '" + argument + "' " +
+                                problem);
+}
+
+void require_extents(const char* function, const char* argument,
+                     std::initializer_list<std::size_t> actual,
+                     std::initializer_list<std::size_t> expected, const char* expected_names) {
+  if (actual.size() == expected.size() &&
+      std::equal(actual.begin(), actual.end(), expected.begin())) {
+    return;
+  }
+  throw_invalid_argument(function, argument,
+                         std::string("must have extents ") + expected_names + " = " +
+                             format_extents(expected) + ", got " + format_extents(actual));
+}
+
+}  // namespace kwsvd::Impl

@@ -1,0 +1,33 @@
+#pragma once
+// Errors reported by kwsvd's public entry points.
+
+#include <cstddef>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+
+namespace kwsvd {
+
+/// Thrown by every public entry point when an argument is unusable. The
+/// message names the function, the argument and what was expected.
+class invalid_argument : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+namespace Impl {
+
+/// "(a, b, c)" for a list of extents.
+std::string format_extents(std::initializer_list<std::size_t> extents);
+
+/// Throws kwsvd::invalid_argument with "<function>: argument '<argument>' <problem>".
+[[noreturn]] void throw_invalid_argument(const char* function, const char* argument,
+                                         const std::string& problem);
+
+/// Throws unless `actual` equals `expected`, naming both shapes.
+void require_extents(const char* function, const char* argument,
+                     std::initializer_list<std::size_t> actual,
+                     std::initializer_list<std::size_t> expected, const char* expected_names);
+
+}  // namespace Impl
+}  // namespace kwsvd

@@ -1,0 +1,38 @@
+#pragma once
+// Options and per-matrix results shared by kwsvd's SVD entry points.
+
+#include <Kokkos_Macros.hpp>
+
+namespace kwsvd {
+
+/// What an SVD call computes.
+enum class Job {
+  values,             ///< singular values only
+  values_and_vectors  ///< singular values, U (m x k) and V (n x k), k = min(m, n)
+};
+
+/// Settings of a batched SVD call (a plain struct: copy it, change a field).
+struct SvdOptions {
+  Job job = Job::values_and_vectors;
+  /// Relative orthogonality threshold: columns a_i, a_j are rotated while
+  /// |a_i^T a_j| > tolerance * ||a_i|| ||a_j||. 0 selects the default 30 u
+  /// (u = unit roundoff of the scalar type: 3.3e-15 in double, 1.8e-6 in float),
+  /// the accuracy target of the MAGMA batch Jacobi paper (seed 002, §10.1).
+  double tolerance = 0;
+  /// Sweeps after which a matrix that has not converged is reported as such.
+  int max_sweeps = 30;
+  /// Vector lanes that orthogonalize one column pair (the W-cycle paper's
+  /// alpha x warp, §IV-B-1): 0 selects the paper's rule from the largest
+  /// row count in the batch; otherwise 1, 2, 4, 8, 16 or 32, clamped to what
+  /// the backend supports.
+  int lanes_per_pair = 0;
+};
+
+/// Per-matrix outcome of a batched SVD.
+struct SvdInfo {
+  int sweeps = 0;          ///< Jacobi sweeps performed (the last one found nothing to rotate)
+  int converged = 0;       ///< 1 if the matrix converged within max_sweeps
+  int nonfinite_input = 0; ///< 1 if the input held NaN or Inf; its outputs are then NaN
+};
+
+}  // namespace kwsvd

@@ -1,0 +1,46 @@
+#pragma once
+// Reference results for the unit tests: LAPACKE and reference BLAS on the host.
+// Matrices here are column-major std::vectors (LAPACK's convention).
+
+#include <cstdint>
+#include <vector>
+
+#include <Kokkos_Core.hpp>
+
+namespace kwsvd::test {
+
+/// m x n column-major matrix, entries uniform in [-1, 1], reproducible from seed.
+template <class T>
+std::vector<T> random_matrix(int m, int n, std::uint64_t seed);
+
+/// A^T A (n x n, column-major, both triangles) by BLAS ?syrk.
+template <class T>
+std::vector<T> blas_gram(const std::vector<T>& a, int m, int n);
+
+/// |A|^T |A| in double: the scale of the rounding error of any dot-product
+/// based Gram (|fl(x.y) - x.y| <= gamma_m |x|.|y|, Higham eq. 3.5).
+template <class T>
+std::vector<double> abs_gram(const std::vector<T>& a, int m, int n);
+
+/// Singular values (descending) by LAPACKE ?gesvd.
+template <class T>
+std::vector<T> lapack_singular_values(std::vector<T> a, int m, int n);
+
+/// gamma_k = k u / (1 - k u), u the unit roundoff of T.
+template <class T>
+double gamma(int k);
+
+/// Copies a batch of column-major host matrices into a rank-3 View (batch, m, n)
+/// of the given layout in the default memory space.
+template <class T, class Layout>
+Kokkos::View<T***, Layout> to_device(const std::vector<std::vector<T>>& mats, int m, int n) {
+  Kokkos::View<T***, Layout> v("A", mats.size(), m, n);
+  auto h = Kokkos::create_mirror_view(v);
+  for (std::size_t b = 0; b < mats.size(); ++b)
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) h(b, i, j) = mats[b][i + std::size_t(m) * j];
+  Kokkos::deep_copy(v, h);
+  return v;
+}
+
+}  // namespace kwsvd::test
