@@ -3,6 +3,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdint>
 
 #include <Kokkos_Core.hpp>
@@ -19,6 +20,56 @@ void fill_random(const View& v, std::uint64_t seed) {
   Kokkos::fill_random(v, pool, Scalar(-1), Scalar(1));
   Kokkos::fence();
 }
+
+/// Times device work the way the anchors were measured: CUDA events on the
+/// execution space's stream in CUDA builds, a fence and the host clock
+/// elsewhere. Use with Benchmark::UseManualTime().
+class DeviceTimer {
+ public:
+  DeviceTimer() {
+#ifdef KOKKOS_ENABLE_CUDA
+    cudaEventCreate(&start_);
+    cudaEventCreate(&stop_);
+#endif
+  }
+  ~DeviceTimer() {
+#ifdef KOKKOS_ENABLE_CUDA
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+#endif
+  }
+  DeviceTimer(const DeviceTimer&) = delete;
+  DeviceTimer& operator=(const DeviceTimer&) = delete;
+
+  void start() {
+#ifdef KOKKOS_ENABLE_CUDA
+    cudaEventRecord(start_, Kokkos::DefaultExecutionSpace().cuda_stream());
+#else
+    Kokkos::fence();
+    t0_ = std::chrono::steady_clock::now();
+#endif
+  }
+  /// Seconds since start(), after the device finished.
+  double stop() {
+#ifdef KOKKOS_ENABLE_CUDA
+    cudaEventRecord(stop_, Kokkos::DefaultExecutionSpace().cuda_stream());
+    cudaEventSynchronize(stop_);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start_, stop_);
+    return ms * 1e-3;
+#else
+    Kokkos::fence();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+#endif
+  }
+
+ private:
+#ifdef KOKKOS_ENABLE_CUDA
+  cudaEvent_t start_{}, stop_{};
+#else
+  std::chrono::steady_clock::time_point t0_;
+#endif
+};
 
 /// Rate counters from per-iteration work.
 inline void set_rates(benchmark::State& state, double flops, double bytes) {

@@ -2,6 +2,7 @@
 
 #include <lapacke.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -80,6 +81,106 @@ std::vector<T> lapack_singular_values(std::vector<T> a, int m, int n) {
   return s;
 }
 
+std::vector<double> random_orthogonal(int n, std::uint64_t seed) {
+  std::vector<double> q = random_matrix<double>(n, n, seed), tau(n > 0 ? n : 1);
+  if (n == 0) return q;
+  if (LAPACKE_dgeqrf(LAPACK_COL_MAJOR, n, n, q.data(), n, tau.data()) != 0 ||
+      LAPACKE_dorgqr(LAPACK_COL_MAJOR, n, n, n, q.data(), n, tau.data()) != 0) {
+    throw std::runtime_error("LAPACKE dgeqrf/dorgqr failed");
+  }
+  return q;
+}
+
+std::vector<double> spectrum(const std::string& name, int k, double kappa, std::uint64_t seed) {
+  std::vector<double> s(k);
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (int i = 0; i < k; ++i) {
+    const double x = k > 1 ? double(i) / (k - 1) : 0.0;  // (i-1)/(n-1), 0-based
+    if (name == "arith") {
+      s[i] = 1 - x * (1 - 1 / kappa);
+    } else if (name == "cluster0") {
+      s[i] = i == 0 ? 1 : 1 / kappa;
+    } else if (name == "cluster1") {
+      s[i] = i < k - 1 ? 1 : 1 / kappa;
+    } else if (name == "logrand") {
+      s[i] = std::exp(std::log(1 / kappa) * unit(gen));
+    } else if (name == "geo") {
+      s[i] = std::pow(kappa, -x);
+    } else {
+      throw std::invalid_argument("unknown spectrum " + name);
+    }
+  }
+  std::sort(s.begin(), s.end(), [](double a, double b) { return a > b; });
+  return s;
+}
+
+template <class T>
+std::vector<T> matrix_with_spectrum(int m, int n, const std::vector<double>& sigma,
+                                    std::uint64_t seed) {
+  const auto u = random_orthogonal(m, seed), v = random_orthogonal(n, seed + 7777);
+  std::vector<T> a(std::size_t(m) * n);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      double x = 0;
+      for (std::size_t l = 0; l < sigma.size(); ++l)
+        x += u[i + std::size_t(m) * l] * sigma[l] * v[j + std::size_t(n) * l];
+      a[i + std::size_t(m) * j] = static_cast<T>(x);
+    }
+  return a;
+}
+
+namespace {
+// ||I - Q^T Q||_1 for a rows x cols column-major Q.
+template <class T>
+double orthogonality_1(const std::vector<T>& q, int rows, int cols) {
+  double worst = 0;
+  for (int j = 0; j < cols; ++j) {
+    double col = 0;
+    for (int i = 0; i < cols; ++i) {
+      double dot = 0;
+      for (int r = 0; r < rows; ++r)
+        dot += double(q[r + std::size_t(rows) * i]) * double(q[r + std::size_t(rows) * j]);
+      col += std::abs((i == j ? 1.0 : 0.0) - dot);
+    }
+    worst = std::max(worst, col);
+  }
+  return worst;
+}
+}  // namespace
+
+template <class T>
+SvdErrors svd_errors(const std::vector<T>& a, int m, int n, const std::vector<T>& s,
+                     const std::vector<T>& u, const std::vector<T>& v) {
+  const int k = std::min(m, n);
+  SvdErrors e;
+  double res1 = 0, a1 = 0;
+  for (int j = 0; j < n; ++j) {
+    double rcol = 0, acol = 0;
+    for (int i = 0; i < m; ++i) {
+      double usv = 0;
+      for (int l = 0; l < k; ++l)
+        usv += double(u[i + std::size_t(m) * l]) * double(s[l]) * double(v[j + std::size_t(n) * l]);
+      rcol += std::abs(double(a[i + std::size_t(m) * j]) - usv);
+      acol += std::abs(double(a[i + std::size_t(m) * j]));
+    }
+    res1 = std::max(res1, rcol);
+    a1 = std::max(a1, acol);
+  }
+  e.e1 = a1 > 0 ? res1 / (n * a1) : res1;
+  e.e2 = m > 0 ? orthogonality_1(u, m, k) / m : 0;
+  e.e3 = n > 0 ? orthogonality_1(v, n, k) / n : 0;
+  std::vector<double> ad(a.begin(), a.end());
+  const auto ref = lapack_singular_values(ad, m, n);
+  double diff = 0, nrm = 0;
+  for (int l = 0; l < k; ++l) {
+    diff += (double(s[l]) - ref[l]) * (double(s[l]) - ref[l]);
+    nrm += ref[l] * ref[l];
+  }
+  e.e4 = nrm > 0 ? std::sqrt(diff) / (k * std::sqrt(nrm)) : std::sqrt(diff);
+  return e;
+}
+
 template <class T>
 double gamma(int k) {
   const double u = std::numeric_limits<T>::epsilon() / 2;
@@ -91,7 +192,11 @@ double gamma(int k) {
   template std::vector<T> blas_gram<T>(const std::vector<T>&, int, int);              \
   template std::vector<double> abs_gram<T>(const std::vector<T>&, int, int);          \
   template std::vector<T> lapack_singular_values<T>(std::vector<T>, int, int);        \
-  template double gamma<T>(int);
+  template double gamma<T>(int);                                                     \
+  template std::vector<T> matrix_with_spectrum<T>(int, int, const std::vector<double>&, \
+                                                  std::uint64_t);                     \
+  template SvdErrors svd_errors<T>(const std::vector<T>&, int, int, const std::vector<T>&, \
+                                   const std::vector<T>&, const std::vector<T>&);
 KWSVD_TEST_ORACLE_INSTANTIATE(float)
 KWSVD_TEST_ORACLE_INSTANTIATE(double)
 

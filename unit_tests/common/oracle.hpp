@@ -3,6 +3,7 @@
 // Matrices here are column-major std::vectors (LAPACK's convention).
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <Kokkos_Core.hpp>
@@ -29,6 +30,31 @@ std::vector<T> lapack_singular_values(std::vector<T> a, int m, int n);
 /// gamma_k = k u / (1 - k u), u the unit roundoff of T.
 template <class T>
 double gamma(int k);
+
+/// n x n orthogonal matrix (column-major, double), Q of the QR of a random
+/// matrix (LAPACKE dgeqrf + dorgqr), reproducible from seed.
+std::vector<double> random_orthogonal(int n, std::uint64_t seed);
+
+/// The singular value distributions of seed 002 (Table 1): arith, cluster0,
+/// cluster1, logrand, geo, with condition number kappa; k values, descending.
+std::vector<double> spectrum(const std::string& name, int k, double kappa, std::uint64_t seed);
+
+/// m x n column-major matrix U diag(sigma) V^T with random orthogonal U, V,
+/// formed in double and rounded to T.
+template <class T>
+std::vector<T> matrix_with_spectrum(int m, int n, const std::vector<double>& sigma,
+                                    std::uint64_t seed);
+
+/// Seed 002's accuracy metrics (§10.1), computed in double:
+///   e1 = ||A - U S V^T||_1 / (n ||A||_1), e2 = ||I - U^T U||_1 / m,
+///   e3 = ||I - V^T V||_1 / n, e4 = ||S - S_ref||_F / (min(m, n) ||S_ref||_F),
+/// with S_ref from LAPACKE dgesvd of A (in double).
+struct SvdErrors {
+  double e1 = 0, e2 = 0, e3 = 0, e4 = 0;
+};
+template <class T>
+SvdErrors svd_errors(const std::vector<T>& a, int m, int n, const std::vector<T>& s,
+                     const std::vector<T>& u, const std::vector<T>& v);
 
 /// Copies a batch of column-major host matrices into a rank-3 View (batch, m, n)
 /// of the given layout in the default memory space.

@@ -1,0 +1,191 @@
+// Batched SVD of small matrices (m, n <= 32): kwsvd::batched_small_svd (the
+// level-0 one-sided Jacobi team kernel) against cuSOLVER gesvdjBatched (CUDA
+// builds) on the same device-resident data, both computing S, U and V.
+//
+// Data: entries uniform in [-1, 1]; each matrix column-major and contiguous
+// (cuSOLVER's layout), seen by kwsvd through a LayoutStride View of the same
+// memory. Timing: CUDA events around the call alone (gesvdjBatched overwrites
+// A, so its input is restored outside the timed region), median over
+// repetitions. GFLOP/s uses a fixed nominal count, 22 k^3 per matrix with
+// k = min(m, n) (LAPACK's estimate for an SVD with vectors), identical for
+// both libraries, so it is a speed ratio, not a measured flop rate. Counters: residual = max ||A - U S V^T||_F /
+// ||A||_F and orthU = max ||U^T U - I||_F over the first 4 matrices; sweeps =
+// mean Jacobi sweeps (kwsvd).
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "bench_common.hpp"
+#include "kwsvd/kwsvd.hpp"
+
+#ifdef KWSVD_HAVE_CUDA_BASELINES
+#include <cusolverDn.h>
+#endif
+
+namespace {
+
+template <class T>
+using Batch = Kokkos::View<T***, Kokkos::LayoutRight>;  // (batch, n, m): column-major m x n each
+template <class T>
+using Strided = Kokkos::View<T***, Kokkos::LayoutStride>;
+
+void small_svd_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"m", "n", "batch"});
+  for (int batch : {100, 1000, 10000}) {
+    for (int mn : {8, 16, 24, 32}) b->Args({mn, mn, batch});
+    b->Args({32, 16, batch});
+    b->Args({16, 32, batch});
+    b->Args({32, 8, batch});
+  }
+  b->UseManualTime();
+}
+
+// (batch, m, n) view of column-major matrices stored batch-contiguously.
+template <class T>
+Strided<T> as_matrices(T* data, int batch, int rows, int cols, int ld) {
+  return Strided<T>(data, Kokkos::LayoutStride(batch, std::size_t(ld) * cols, rows, 1, cols, ld));
+}
+
+// Accuracy of the first few matrices on the host.
+template <class T>
+void record_accuracy(benchmark::State& state, const Strided<T>& A, const Strided<T>& U,
+                     const Kokkos::View<T**, Kokkos::LayoutRight>& S, const Strided<T>& V) {
+  const int m = int(A.extent(1)), n = int(A.extent(2)), k = std::min(m, n);
+  const int count = std::min<int>(4, int(A.extent(0)));
+  auto a = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), A);
+  auto u = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U);
+  auto v = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), V);
+  auto s = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
+  double residual = 0, orth = 0;
+  for (int b = 0; b < count; ++b) {
+    double r2 = 0, a2 = 0, o2 = 0;
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) {
+        double usv = 0;
+        for (int l = 0; l < k; ++l) usv += double(u(b, i, l)) * s(b, l) * v(b, j, l);
+        r2 += (a(b, i, j) - usv) * (a(b, i, j) - usv);
+        a2 += double(a(b, i, j)) * a(b, i, j);
+      }
+    for (int p = 0; p < k; ++p)
+      for (int q = 0; q < k; ++q) {
+        double dot = 0;
+        for (int i = 0; i < m; ++i) dot += double(u(b, i, p)) * u(b, i, q);
+        o2 += (dot - (p == q)) * (dot - (p == q));
+      }
+    residual = std::max(residual, std::sqrt(r2 / a2));
+    orth = std::max(orth, std::sqrt(o2));
+  }
+  state.counters["residual"] = residual;
+  state.counters["orthU"] = orth;
+}
+
+template <class T>
+void set_svd_rates(benchmark::State& state, int m, int n, int batch) {
+  const double k = std::min(m, n);
+  kwsvd::bench::set_rates(state, 22.0 * k * k * k * batch,
+                          double(batch) * (double(m) * n + m * k + n * k + k) * sizeof(T));
+}
+
+template <class T>
+void BM_kwsvd_small_svd(benchmark::State& state) {
+  const int m = int(state.range(0)), n = int(state.range(1)), batch = int(state.range(2));
+  const int k = std::min(m, n);
+  Batch<T> a_store("A", batch, n, m), u_store("U", batch, k, m), v_store("V", batch, k, n);
+  kwsvd::bench::fill_random(a_store, 42);
+  auto A = as_matrices(a_store.data(), batch, m, n, m);
+  auto U = as_matrices(u_store.data(), batch, m, k, m);
+  auto V = as_matrices(v_store.data(), batch, n, k, n);
+  Kokkos::View<T**, Kokkos::LayoutRight> S("S", batch, k);
+  Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+  kwsvd::bench::DeviceTimer timer;
+  for (auto _ : state) {
+    timer.start();
+    kwsvd::batched_small_svd(Kokkos::DefaultExecutionSpace(), A, S, U, V, info);
+    state.SetIterationTime(timer.stop());
+  }
+  auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+  double sweeps = 0;
+  int unconverged = 0;
+  for (int b = 0; b < batch; ++b) {
+    sweeps += hi(b).sweeps;
+    unconverged += hi(b).converged ? 0 : 1;
+  }
+  state.counters["sweeps"] = sweeps / batch;
+  state.counters["unconverged"] = unconverged;
+  record_accuracy(state, A, U, S, V);
+  set_svd_rates<T>(state, m, n, batch);
+}
+BENCHMARK_TEMPLATE(BM_kwsvd_small_svd, double)->Apply(small_svd_args);
+BENCHMARK_TEMPLATE(BM_kwsvd_small_svd, float)->Apply(small_svd_args);
+
+#ifdef KWSVD_HAVE_CUDA_BASELINES
+cusolverStatus_t gesvdj_batched_buffer(cusolverDnHandle_t h, int m, int n, const double* a,
+                                       const double* s, const double* u, const double* v,
+                                       int* lwork, gesvdjInfo_t p, int batch) {
+  return cusolverDnDgesvdjBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, v,
+                                             n, lwork, p, batch);
+}
+cusolverStatus_t gesvdj_batched_buffer(cusolverDnHandle_t h, int m, int n, const float* a,
+                                       const float* s, const float* u, const float* v, int* lwork,
+                                       gesvdjInfo_t p, int batch) {
+  return cusolverDnSgesvdjBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, v,
+                                             n, lwork, p, batch);
+}
+cusolverStatus_t gesvdj_batched(cusolverDnHandle_t h, int m, int n, double* a, double* s,
+                                double* u, double* v, double* work, int lwork, int* info,
+                                gesvdjInfo_t p, int batch) {
+  return cusolverDnDgesvdjBatched(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, v, n, work,
+                                  lwork, info, p, batch);
+}
+cusolverStatus_t gesvdj_batched(cusolverDnHandle_t h, int m, int n, float* a, float* s, float* u,
+                                float* v, float* work, int lwork, int* info, gesvdjInfo_t p,
+                                int batch) {
+  return cusolverDnSgesvdjBatched(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, v, n, work,
+                                  lwork, info, p, batch);
+}
+
+// gesvdjBatched returns min(m, n) values but full U (m x m) and V (n x n).
+template <class T>
+void BM_cusolver_gesvdjBatched(benchmark::State& state) {
+  const int m = int(state.range(0)), n = int(state.range(1)), batch = int(state.range(2));
+  const int k = std::min(m, n);
+  Batch<T> a_store("A", batch, n, m), a_work("Awork", batch, n, m);
+  Batch<T> u_store("U", batch, m, m), v_store("V", batch, n, n);
+  kwsvd::bench::fill_random(a_store, 42);  // the same data as kwsvd's benchmark
+  Kokkos::View<T**, Kokkos::LayoutRight> S("S", batch, k);
+  Kokkos::View<int*> info("info", batch);
+  cusolverDnHandle_t handle;
+  gesvdjInfo_t params;
+  cusolverDnCreate(&handle);
+  cusolverDnSetStream(handle, Kokkos::DefaultExecutionSpace().cuda_stream());
+  cusolverDnCreateGesvdjInfo(&params);
+  int lwork = 0;
+  gesvdj_batched_buffer(handle, m, n, a_work.data(), S.data(), u_store.data(), v_store.data(),
+                        &lwork, params, batch);
+  Kokkos::View<T*> work("work", std::size_t(lwork > 0 ? lwork : 1));
+  kwsvd::bench::DeviceTimer timer;
+  for (auto _ : state) {
+    Kokkos::deep_copy(a_work, a_store);  // gesvdj overwrites its input; not timed
+    timer.start();
+    const auto status = gesvdj_batched(handle, m, n, a_work.data(), S.data(), u_store.data(),
+                                       v_store.data(), work.data(), lwork, info.data(), params,
+                                       batch);
+    state.SetIterationTime(timer.stop());
+    if (status != CUSOLVER_STATUS_SUCCESS) {
+      state.SkipWithError("cusolverDn?gesvdjBatched failed");
+      break;
+    }
+  }
+  cusolverDnDestroyGesvdjInfo(params);
+  cusolverDnDestroy(handle);
+  record_accuracy(state, as_matrices(a_store.data(), batch, m, n, m),
+                  as_matrices(u_store.data(), batch, m, k, m), S,
+                  as_matrices(v_store.data(), batch, n, k, n));
+  set_svd_rates<T>(state, m, n, batch);
+}
+BENCHMARK_TEMPLATE(BM_cusolver_gesvdjBatched, double)->Apply(small_svd_args);
+BENCHMARK_TEMPLATE(BM_cusolver_gesvdjBatched, float)->Apply(small_svd_args);
+#endif
+
+}  // namespace

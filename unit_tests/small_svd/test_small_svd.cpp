@@ -1,0 +1,388 @@
+// kwsvd::batched_small_svd (the level-0 one-sided Jacobi team kernel) against
+// LAPACKE, with seed 002's spectra and accuracy metrics e1..e4 (< 30 u).
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "common/oracle.hpp"
+#include "kwsvd/kwsvd.hpp"
+
+namespace {
+
+using kwsvd::test::matrix_with_spectrum;
+using kwsvd::test::random_matrix;
+using kwsvd::test::svd_errors;
+using Exec = Kokkos::DefaultExecutionSpace;
+
+template <class T, class L>
+struct Case {
+  using Scalar = T;
+  using Layout = L;
+};
+
+// One batched call's results, per matrix, as column-major host vectors.
+template <class T>
+struct BatchResult {
+  std::vector<std::vector<T>> s, u, v;
+  std::vector<kwsvd::SvdInfo> info;
+};
+
+template <class C>
+class SmallSvd : public ::testing::Test {
+ public:
+  using TestScalar = typename C::Scalar;
+  using TestLayout = typename C::Layout;
+  static double unit_roundoff() { return std::numeric_limits<TestScalar>::epsilon() / 2; }
+
+  // Runs one batched call on mats (all m x n); outputs pre-filled with NaN so
+  // an entry the kernel never writes fails the checks.
+  BatchResult<TestScalar> run(const std::vector<std::vector<TestScalar>>& mats, int m, int n,
+                              kwsvd::SvdOptions options = {}) {
+    const int batch = int(mats.size()), k = std::min(m, n);
+    auto A = kwsvd::test::to_device<TestScalar, TestLayout>(mats, m, n);
+    Kokkos::View<TestScalar***, TestLayout> U("U", batch, m, k), V("V", batch, n, k);
+    Kokkos::View<TestScalar**, TestLayout> S("S", batch, k);
+    Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+    const TestScalar nan = std::numeric_limits<TestScalar>::quiet_NaN();
+    Kokkos::deep_copy(U, nan);
+    Kokkos::deep_copy(V, nan);
+    Kokkos::deep_copy(S, nan);
+    kwsvd::batched_small_svd(Exec(), A, S, U, V, info, options);
+    auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
+    auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U);
+    auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), V);
+    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+    BatchResult<TestScalar> r;
+    for (int b = 0; b < batch; ++b) {
+      std::vector<TestScalar> s(k), u(std::size_t(m) * k), v(std::size_t(n) * k);
+      for (int l = 0; l < k; ++l) {
+        s[l] = hs(b, l);
+        for (int i = 0; i < m; ++i) u[i + std::size_t(m) * l] = hu(b, i, l);
+        for (int j = 0; j < n; ++j) v[j + std::size_t(n) * l] = hv(b, j, l);
+      }
+      r.s.push_back(s);
+      r.u.push_back(u);
+      r.v.push_back(v);
+      r.info.push_back(hi(b));
+    }
+    return r;
+  }
+
+  // e1..e4 below 30 u, values descending, converged.
+  void expect_accurate(const std::vector<std::vector<TestScalar>>& mats, int m, int n,
+                       const BatchResult<TestScalar>& r, const std::string& what) {
+    const double bound = 30 * unit_roundoff();
+    for (std::size_t b = 0; b < mats.size(); ++b) {
+      const auto e = svd_errors(mats[b], m, n, r.s[b], r.u[b], r.v[b]);
+      EXPECT_LT(e.e1, bound) << what << " matrix " << b << " " << m << "x" << n << ": e1";
+      EXPECT_LT(e.e2, bound) << what << " matrix " << b << " " << m << "x" << n << ": e2";
+      EXPECT_LT(e.e3, bound) << what << " matrix " << b << " " << m << "x" << n << ": e3";
+      EXPECT_LT(e.e4, bound) << what << " matrix " << b << " " << m << "x" << n << ": e4";
+      for (std::size_t l = 1; l < r.s[b].size(); ++l)
+        ASSERT_GE(r.s[b][l - 1], r.s[b][l]) << what << ": singular values not descending";
+      EXPECT_EQ(r.info[b].converged, 1) << what;
+      EXPECT_EQ(r.info[b].nonfinite_input, 0) << what;
+    }
+  }
+
+  void check_random(int batch, int m, int n) {
+    std::vector<std::vector<TestScalar>> mats;
+    for (int b = 0; b < batch; ++b) mats.push_back(random_matrix<TestScalar>(m, n, 31u * b + m));
+    expect_accurate(mats, m, n, run(mats, m, n), "random");
+  }
+};
+
+using Cases = ::testing::Types<Case<double, Kokkos::LayoutLeft>, Case<double, Kokkos::LayoutRight>,
+                               Case<float, Kokkos::LayoutLeft>, Case<float, Kokkos::LayoutRight>>;
+TYPED_TEST_SUITE(SmallSvd, Cases);
+
+TYPED_TEST(SmallSvd, MatchesLapackOnRandomMatrices) {
+  for (int mn : {1, 2, 3, 8, 16, 24, 32}) this->check_random(3, mn, mn);
+}
+
+TYPED_TEST(SmallSvd, TallWideAndOddShapes) {
+  this->check_random(3, 32, 7);
+  this->check_random(3, 7, 32);  // m < n runs on the transpose
+  this->check_random(2, 17, 17);
+  this->check_random(2, 1, 9);
+  this->check_random(2, 9, 1);
+  this->check_random(2, 31, 15);
+}
+
+// Seed 002, Table 1: six spectra, kappa = 1e10 (double) or 1e5 (float).
+TYPED_TEST(SmallSvd, SixSpectraMeetSeed002Thresholds) {
+  using T = typename TestFixture::TestScalar;
+  const double kappa = sizeof(T) == 8 ? 1e10 : 1e5;
+  for (auto [m, n] : {std::pair{32, 32}, std::pair{16, 16}, std::pair{32, 20}, std::pair{13, 24}}) {
+    for (const std::string name : {"random", "arith", "cluster0", "cluster1", "logrand", "geo"}) {
+      std::vector<std::vector<T>> mats;
+      for (int b = 0; b < 3; ++b) {
+        const std::uint64_t seed = 100u * b + 7u * m + n;
+        if (name == "random") {
+          mats.push_back(random_matrix<T>(m, n, seed));
+        } else {
+          mats.push_back(matrix_with_spectrum<T>(
+              m, n, kwsvd::test::spectrum(name, std::min(m, n), kappa, seed), seed));
+        }
+      }
+      this->expect_accurate(mats, m, n, this->run(mats, m, n), name);
+    }
+  }
+}
+
+TYPED_TEST(SmallSvd, ZeroMatrixGivesZeroValuesAndOrthonormalVectors) {
+  using T = typename TestFixture::TestScalar;
+  const int m = 5, n = 3;
+  std::vector<std::vector<T>> mats(2, std::vector<T>(m * n, T(0)));
+  const auto r = this->run(mats, m, n);
+  for (int b = 0; b < 2; ++b) {
+    for (T s : r.s[b]) EXPECT_EQ(s, T(0));
+    const auto e = svd_errors(mats[b], m, n, r.s[b], r.u[b], r.v[b]);
+    EXPECT_EQ(e.e1, 0.0);
+    EXPECT_LT(e.e2, 30 * this->unit_roundoff());
+    EXPECT_LT(e.e3, 30 * this->unit_roundoff());
+  }
+}
+
+TYPED_TEST(SmallSvd, ExactZeroColumnsAndRankDeficiency) {
+  using T = typename TestFixture::TestScalar;
+  const int m = 12, n = 8;
+  // Rank 3 by construction (tiny rounding leftovers in the other values) ...
+  std::vector<double> sigma = {3, 2, 1, 0, 0, 0, 0, 0};
+  std::vector<std::vector<T>> mats = {matrix_with_spectrum<T>(m, n, sigma, 5)};
+  // ... and exactly rank 2: columns 1, 4, 5, 6, 7 zero, column 3 = 2 * column 0.
+  auto a = random_matrix<T>(m, n, 9);
+  for (int j : {1, 4, 5, 6, 7})
+    for (int i = 0; i < m; ++i) a[i + m * j] = 0;
+  for (int i = 0; i < m; ++i) a[i + m * 3] = 2 * a[i + m * 0];
+  mats.push_back(a);
+  this->expect_accurate(mats, m, n, this->run(mats, m, n), "rank-deficient");
+}
+
+TYPED_TEST(SmallSvd, RepeatedSingularValues) {
+  using T = typename TestFixture::TestScalar;
+  const int m = 10, n = 10;
+  std::vector<std::vector<T>> mats = {
+      matrix_with_spectrum<T>(m, n, std::vector<double>(10, 1.0), 3),
+      matrix_with_spectrum<T>(m, n, {2, 2, 2, 1, 1, 1, 1, 0.5, 0.5, 0.5}, 4)};
+  std::vector<T> identity(m * n, T(0));
+  for (int i = 0; i < n; ++i) identity[i + m * i] = 1;
+  mats.push_back(identity);
+  this->expect_accurate(mats, m, n, this->run(mats, m, n), "repeated");
+}
+
+TYPED_TEST(SmallSvd, OneByOneTakesTheAbsoluteValue) {
+  using T = typename TestFixture::TestScalar;
+  const auto r = this->run({{T(-2.5)}, {T(0)}, {T(4)}}, 1, 1);
+  EXPECT_EQ(r.s[0][0], T(2.5));
+  EXPECT_EQ(r.u[0][0] * r.v[0][0], T(-1));
+  EXPECT_EQ(r.s[1][0], T(0));
+  EXPECT_EQ(std::abs(r.u[1][0]), T(1));
+  EXPECT_EQ(r.s[2][0], T(4));
+}
+
+TYPED_TEST(SmallSvd, BadlyScaledMatricesKeepRelativeAccuracy) {
+  using T = typename TestFixture::TestScalar;
+  const int m = 9, n = 6;
+  const T big = sizeof(T) == 8 ? T(1e150) : T(1e18), small = sizeof(T) == 8 ? T(1e-150) : T(1e-18);
+  std::vector<std::vector<T>> mats;
+  for (T scale : {big, small}) {
+    auto a = random_matrix<T>(m, n, 21);
+    for (auto& x : a) x *= scale;
+    mats.push_back(a);
+  }
+  const auto r = this->run(mats, m, n);
+  const auto ref = random_matrix<T>(m, n, 21);
+  const auto s_ref = kwsvd::test::lapack_singular_values(std::vector<double>(ref.begin(), ref.end()), m, n);
+  for (int b = 0; b < 2; ++b) {
+    const double scale = b == 0 ? double(big) : double(small);
+    for (int l = 0; l < n; ++l)
+      EXPECT_NEAR(double(r.s[b][l]) / scale, s_ref[l], 30 * this->unit_roundoff() * s_ref[0]);
+  }
+}
+
+TYPED_TEST(SmallSvd, NanOrInfInOneMatrixLeavesOthersExact) {
+  using T = typename TestFixture::TestScalar;
+  const int m = 16, n = 11, batch = 5, bad = 3;
+  std::vector<std::vector<T>> clean;
+  for (int b = 0; b < batch; ++b) clean.push_back(random_matrix<T>(m, n, 40 + b));
+  auto dirty = clean;
+  dirty[bad][7] = std::numeric_limits<T>::quiet_NaN();
+  dirty[1][m * n - 1] = std::numeric_limits<T>::infinity();
+  const auto r_clean = this->run(clean, m, n);
+  const auto r = this->run(dirty, m, n);
+  for (int b = 0; b < batch; ++b) {
+    if (b == bad || b == 1) {
+      EXPECT_EQ(r.info[b].nonfinite_input, 1);
+      EXPECT_EQ(r.info[b].converged, 0);
+      for (T s : r.s[b]) EXPECT_TRUE(std::isnan(s));
+      for (T u : r.u[b]) EXPECT_TRUE(std::isnan(u));
+      continue;
+    }
+    EXPECT_EQ(r.info[b].nonfinite_input, 0);
+    EXPECT_EQ(r.s[b], r_clean.s[b]) << "matrix " << b << " changed by its neighbour's NaN";
+    EXPECT_EQ(r.u[b], r_clean.u[b]);
+    EXPECT_EQ(r.v[b], r_clean.v[b]);
+  }
+}
+
+TYPED_TEST(SmallSvd, ValuesOnlyJobGivesTheSameValues) {
+  using T = typename TestFixture::TestScalar;
+  using Layout = typename TestFixture::TestLayout;
+  const int m = 20, n = 14, batch = 4;
+  std::vector<std::vector<T>> mats;
+  for (int b = 0; b < batch; ++b) mats.push_back(random_matrix<T>(m, n, 60 + b));
+  const auto full = this->run(mats, m, n);
+  auto A = kwsvd::test::to_device<T, Layout>(mats, m, n);
+  Kokkos::View<T**, Layout> S("S", batch, n);
+  Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+  kwsvd::batched_small_svd(Exec(), A, S, info);
+  auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
+  for (int b = 0; b < batch; ++b)
+    for (int l = 0; l < n; ++l) EXPECT_EQ(hs(b, l), full.s[b][l]);
+}
+
+TYPED_TEST(SmallSvd, EveryLanesPerPairChoiceIsAccurate) {
+  using T = typename TestFixture::TestScalar;
+  const int m = 24, n = 24;
+  std::vector<std::vector<T>> mats = {random_matrix<T>(m, n, 1), random_matrix<T>(m, n, 2)};
+  for (int lanes : {1, 2, 4, 8, 16, 32}) {
+    kwsvd::SvdOptions opt;
+    opt.lanes_per_pair = lanes;
+    this->expect_accurate(mats, m, n, this->run(mats, m, n, opt),
+                          "lanes " + std::to_string(lanes));
+  }
+}
+
+TYPED_TEST(SmallSvd, ReportsSweepsAndNonConvergence) {
+  using T = typename TestFixture::TestScalar;
+  const int m = 32, n = 32;
+  std::vector<std::vector<T>> mats = {random_matrix<T>(m, n, 77)};
+  const auto ok = this->run(mats, m, n);
+  EXPECT_EQ(ok.info[0].converged, 1);
+  EXPECT_GE(ok.info[0].sweeps, 3);
+  EXPECT_LE(ok.info[0].sweeps, 15);
+  kwsvd::SvdOptions opt;
+  opt.max_sweeps = 1;
+  const auto cut = this->run(mats, m, n, opt);
+  EXPECT_EQ(cut.info[0].converged, 0);
+  EXPECT_EQ(cut.info[0].sweeps, 1);
+}
+
+TYPED_TEST(SmallSvd, EmptyBatchAndEmptyMatrices) {
+  using T = typename TestFixture::TestScalar;
+  using Layout = typename TestFixture::TestLayout;
+  Kokkos::View<T***, Layout> A("A", 0, 4, 4), U("U", 0, 4, 4), V("V", 0, 4, 4);
+  Kokkos::View<T**, Layout> S("S", 0, 4);
+  Kokkos::View<kwsvd::SvdInfo*> info("info", 0);
+  EXPECT_NO_THROW(kwsvd::batched_small_svd(Exec(), A, S, U, V, info));
+  Kokkos::View<T***, Layout> A0("A", 2, 5, 0), U0("U", 2, 5, 0), V0("V", 2, 0, 0);
+  Kokkos::View<T**, Layout> S0("S", 2, 0);
+  Kokkos::View<kwsvd::SvdInfo*> info0("info", 2);
+  EXPECT_NO_THROW(kwsvd::batched_small_svd(Exec(), A0, S0, U0, V0, info0));
+}
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const kwsvd::invalid_argument& e) {
+    return e.what();
+  }
+  return "no kwsvd::invalid_argument thrown";
+}
+
+TYPED_TEST(SmallSvd, RejectsBadArgumentsNamingThem) {
+  using T = typename TestFixture::TestScalar;
+  using Layout = typename TestFixture::TestLayout;
+  Kokkos::View<T***, Layout> A("A", 3, 6, 4), U("U", 3, 6, 4), V("V", 3, 4, 4);
+  Kokkos::View<T**, Layout> S("S", 3, 4);
+  Kokkos::View<kwsvd::SvdInfo*> info("info", 3);
+  Kokkos::View<T***, Layout> Ubad("U", 3, 4, 4);
+  Kokkos::View<T**, Layout> Sbad("S", 3, 6);
+  Kokkos::View<kwsvd::SvdInfo*> info_bad("info", 2);
+  auto has = [](const std::string& what, const std::string& part) {
+    return what.find(part) != std::string::npos;
+  };
+  std::string w = error_of([&] { kwsvd::batched_small_svd(Exec(), A, S, Ubad, V, info); });
+  EXPECT_TRUE(has(w, "argument 'U'") && has(w, "(3, 6, 4)") && has(w, "got (3, 4, 4)")) << w;
+  w = error_of([&] { kwsvd::batched_small_svd(Exec(), A, Sbad, U, V, info); });
+  EXPECT_TRUE(has(w, "argument 'S'") && has(w, "(batch, min(m, n))")) << w;
+  w = error_of([&] { kwsvd::batched_small_svd(Exec(), A, S, U, V, info_bad); });
+  EXPECT_TRUE(has(w, "argument 'info'")) << w;
+  kwsvd::SvdOptions opt;
+  opt.tolerance = -1;
+  w = error_of([&] { kwsvd::batched_small_svd(Exec(), A, S, U, V, info, opt); });
+  EXPECT_TRUE(has(w, "options.tolerance")) << w;
+  opt = {};
+  opt.max_sweeps = 0;
+  w = error_of([&] { kwsvd::batched_small_svd(Exec(), A, S, U, V, info, opt); });
+  EXPECT_TRUE(has(w, "options.max_sweeps")) << w;
+  opt = {};
+  opt.lanes_per_pair = 3;
+  w = error_of([&] { kwsvd::batched_small_svd(Exec(), A, S, U, V, info, opt); });
+  EXPECT_TRUE(has(w, "options.lanes_per_pair")) << w;
+  opt = {};
+  opt.job = kwsvd::Job::values;
+  w = error_of([&] { kwsvd::batched_small_svd(Exec(), A, S, U, V, info, opt); });
+  EXPECT_TRUE(has(w, "options.job")) << w;
+}
+
+TYPED_TEST(SmallSvd, FitsQueryMatchesWhatTheCallAccepts) {
+  using T = typename TestFixture::TestScalar;
+  using Layout = typename TestFixture::TestLayout;
+  EXPECT_TRUE(kwsvd::small_svd_fits<T>(32, 32));
+  EXPECT_FALSE(kwsvd::small_svd_fits<T>(-1, 3));
+  int n = 32;
+  while (kwsvd::small_svd_fits<T>(n + 1, n + 1)) ++n;  // largest square that fits
+  EXPECT_TRUE(kwsvd::small_svd_fits<T>(n, n, kwsvd::Job::values));
+  Kokkos::View<T***, Layout> A("A", 1, n + 1, n + 1), U("U", 1, n + 1, n + 1), V("V", 1, n + 1, n + 1);
+  Kokkos::View<T**, Layout> S("S", 1, n + 1);
+  Kokkos::View<kwsvd::SvdInfo*> info("info", 1);
+  const std::string w = error_of([&] { kwsvd::batched_small_svd(Exec(), A, S, U, V, info); });
+  EXPECT_NE(w.find("small_svd_fits"), std::string::npos) << w;
+}
+
+TEST(SmallSvdPlan, LanesPerPairFollowsThePaperRule) {
+  // alpha = max(4, gcd(m*, 32)) / 32 (W-cycle paper §IV-B-1).
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_rule(32), 32);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_rule(48), 16);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_rule(24), 8);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_rule(17), 4);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_rule(8), 8);
+}
+
+TEST(SmallSvdPlan, RoundRobinPairsEveryColumnOncePerStep) {
+  for (int n_even : {2, 4, 8, 12, 32}) {
+    std::vector<int> met(n_even * n_even, 0);
+    for (int step = 0; step < n_even - 1; ++step) {
+      std::vector<int> used(n_even, 0);
+      for (int k = 0; k < n_even / 2; ++k) {
+        int i, j;
+        kwsvd::Impl::round_robin_pair(n_even, step, k, i, j);
+        ASSERT_LT(i, j);
+        ++used[i];
+        ++used[j];
+        ++met[i * n_even + j];
+      }
+      for (int c = 0; c < n_even; ++c) ASSERT_EQ(used[c], 1) << "step " << step;
+    }
+    for (int i = 0; i < n_even; ++i)
+      for (int j = i + 1; j < n_even; ++j) ASSERT_EQ(met[i * n_even + j], 1);
+  }
+}
+
+TEST(SmallSvdPlan, JacobiTangentIsBoundedAndSafe) {
+  using kwsvd::Impl::jacobi_tangent;
+  EXPECT_LE(std::abs(jacobi_tangent(1.0, 1.0, 0.5)), 1.0);
+  // zeta ~ 1e300 must neither overflow nor lose the rotation's direction.
+  const double t = jacobi_tangent(1e-300, 1.0, 1e-300 * 0.5);
+  EXPECT_TRUE(std::isfinite(t));
+  EXPECT_GT(std::abs(t), 0.0);
+  EXPECT_LE(std::abs(jacobi_tangent(3.0f, 1e-30f, 1e-20f)), 1.0f);
+}
+
+}  // namespace
