@@ -87,10 +87,13 @@ void set_svd_rates(benchmark::State& state, int m, int n, int batch) {
                           double(batch) * (double(m) * n + m * k + n * k + k) * sizeof(T));
 }
 
+// lanes: vector lanes per column pair (0 = the paper's rule).
 template <class T>
-void BM_kwsvd_small_svd(benchmark::State& state) {
+void run_kwsvd_small_svd(benchmark::State& state, int lanes) {
   const int m = int(state.range(0)), n = int(state.range(1)), batch = int(state.range(2));
   const int k = std::min(m, n);
+  kwsvd::SvdOptions options;
+  options.lanes_per_pair = lanes;
   Batch<T> a_store("A", batch, n, m), u_store("U", batch, k, m), v_store("V", batch, k, n);
   kwsvd::bench::fill_random(a_store, 42);
   auto A = as_matrices(a_store.data(), batch, m, n, m);
@@ -101,7 +104,7 @@ void BM_kwsvd_small_svd(benchmark::State& state) {
   kwsvd::bench::DeviceTimer timer;
   for (auto _ : state) {
     timer.start();
-    kwsvd::batched_small_svd(Kokkos::DefaultExecutionSpace(), A, S, U, V, info);
+    kwsvd::batched_small_svd(Kokkos::DefaultExecutionSpace(), A, S, U, V, info, options);
     state.SetIterationTime(timer.stop());
   }
   auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
@@ -116,8 +119,25 @@ void BM_kwsvd_small_svd(benchmark::State& state) {
   record_accuracy(state, A, U, S, V);
   set_svd_rates<T>(state, m, n, batch);
 }
+template <class T>
+void BM_kwsvd_small_svd(benchmark::State& state) {
+  run_kwsvd_small_svd<T>(state, 0);
+}
+template <class T>
+void BM_kwsvd_small_svd_lanes(benchmark::State& state) {
+  run_kwsvd_small_svd<T>(state, int(state.range(3)));
+}
 BENCHMARK_TEMPLATE(BM_kwsvd_small_svd, double)->Apply(small_svd_args);
 BENCHMARK_TEMPLATE(BM_kwsvd_small_svd, float)->Apply(small_svd_args);
+
+// The alpha x warp choice of §IV-B-1 at 32 x 32: every lanes-per-pair value.
+void lanes_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"m", "n", "batch", "lanes"});
+  for (int lanes : {4, 8, 16, 32}) b->Args({32, 32, 10000, lanes});
+  b->UseManualTime();
+}
+BENCHMARK_TEMPLATE(BM_kwsvd_small_svd_lanes, double)->Apply(lanes_args);
+BENCHMARK_TEMPLATE(BM_kwsvd_small_svd_lanes, float)->Apply(lanes_args);
 
 #ifdef KWSVD_HAVE_CUDA_BASELINES
 cusolverStatus_t gesvdj_batched_buffer(cusolverDnHandle_t h, int m, int n, const double* a,

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 
 #include <Kokkos_Core.hpp>
 #include <Kokkos_Random.hpp>

@@ -56,6 +56,16 @@ template <class T>
 SvdErrors svd_errors(const std::vector<T>& a, int m, int n, const std::vector<T>& s,
                      const std::vector<T>& u, const std::vector<T>& v);
 
+/// Sets every entry of a View to `value` through a host mirror. (Kokkos
+/// 4.6.99's deep_copy(View, scalar) writes out of bounds for a rank-3
+/// LayoutLeft View in CUDA memory, seen on an H200; this avoids that path.)
+template <class View>
+void fill(const View& v, typename View::non_const_value_type value) {
+  auto h = Kokkos::create_mirror_view(v);
+  for (std::size_t i = 0; i < h.span(); ++i) h.data()[i] = value;
+  Kokkos::deep_copy(v, h);
+}
+
 /// Copies a batch of column-major host matrices into a rank-3 View (batch, m, n)
 /// of the given layout in the default memory space.
 template <class T, class Layout>

@@ -35,7 +35,7 @@ class BatchedGram : public ::testing::Test {
   // B pre-filled with NaN, so an entry the kernel never writes fails the test.
   Kokkos::View<TestScalar***, TestLayout> poisoned_output(int batch, int n) {
     Kokkos::View<TestScalar***, TestLayout> B("B", batch, n, n);
-    Kokkos::deep_copy(B, std::numeric_limits<TestScalar>::quiet_NaN());
+    kwsvd::test::fill(B, std::numeric_limits<TestScalar>::quiet_NaN());
     return B;
   }
 

@@ -47,9 +47,9 @@ class SmallSvd : public ::testing::Test {
     Kokkos::View<TestScalar**, TestLayout> S("S", batch, k);
     Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
     const TestScalar nan = std::numeric_limits<TestScalar>::quiet_NaN();
-    Kokkos::deep_copy(U, nan);
-    Kokkos::deep_copy(V, nan);
-    Kokkos::deep_copy(S, nan);
+    kwsvd::test::fill(U, nan);
+    kwsvd::test::fill(V, nan);
+    kwsvd::test::fill(S, nan);
     kwsvd::batched_small_svd(Exec(), A, S, U, V, info, options);
     auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
     auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U);

@@ -26,17 +26,22 @@ bool small_svd_fits(int m, int n, Job job = Job::values_and_vectors) {
 
 namespace Impl {
 
-template <class ExecSpace, class AView, class SView, class UView, class VView, class InfoView>
+// The launch closure holds raw pointers and strides only (the layer below the
+// Views): one closure type per scalar and execution space, whatever the
+// layouts, and nothing whose layout could differ between host and device
+// compilation passes.
+template <class ExecSpace, class Scalar>
 struct BatchedSmallSvdFunctor {
-  using Scalar = typename SView::non_const_value_type;
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using ScratchVector = Kokkos::View<Scalar*, typename ExecSpace::scratch_memory_space,
                                      Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  AView A;
-  SView S;
-  UView U;
-  VView V;
-  InfoView info;
+  StridedMatrix<const Scalar> A;  // matrix 0; matrix b starts a_batch_stride later
+  std::ptrdiff_t a_batch_stride;
+  Scalar* S;
+  std::ptrdiff_t s_batch_stride, s_stride;
+  StridedMatrix<Scalar> U, V;     // matrix 0 of each (unused without vectors)
+  std::ptrdiff_t u_batch_stride, v_batch_stride;
+  SvdInfo* info;
   OneSidedJacobiShape shape;
   Scalar tol;
   int max_sweeps;
@@ -48,14 +53,14 @@ struct BatchedSmallSvdFunctor {
     ScratchVector W(member.team_scratch(0), std::size_t(M) * N);
     ScratchVector Vw(member.team_scratch(0), shape.vectors ? std::size_t(N) * N : 0);
     ScratchVector d(member.team_scratch(0), std::size_t(N));
-    OneSidedJacobiOutput<Scalar> out{S.data() + b * std::ptrdiff_t(S.stride(0)),
-                                     std::ptrdiff_t(S.stride(1)), StridedMatrix<Scalar>{},
-                                     StridedMatrix<Scalar>{}, &info(b)};
+    StridedMatrix<const Scalar> a = A;
+    a.data += b * a_batch_stride;
+    OneSidedJacobiOutput<Scalar> out{S + b * s_batch_stride, s_stride, U, V, info + b};
     if (shape.vectors) {
-      out.U = matrix_of<Scalar>(U, b);
-      out.V = matrix_of<Scalar>(V, b);
+      out.U.data += b * u_batch_stride;
+      out.V.data += b * v_batch_stride;
     }
-    one_sided_jacobi_team(member, matrix_of<const Scalar>(A, b), shape,
+    one_sided_jacobi_team(member, a, shape,
                           OneSidedJacobiScratch<Scalar>{W.data(), Vw.data(), d.data()}, out,
                           tol, max_sweeps);
   }
@@ -144,8 +149,21 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
   // the work matrix, or the caller's choice; never more than the backend has.
   int lanes = lanes_request != 0 ? lanes_request : lanes_per_pair_rule(shape.rows);
   while (lanes > 1 && lanes > vector_length_max<ExecSpace>()) lanes /= 2;
-  using Functor = BatchedSmallSvdFunctor<ExecSpace, AView, SView, UView, VView, InfoView>;
-  const Functor functor{A, S, U, V, info, shape, tol, options.max_sweeps};
+  using Functor = BatchedSmallSvdFunctor<ExecSpace, Scalar>;
+  const bool any_vectors = vectors && k > 0;
+  const Functor functor{matrix_of<const Scalar>(A, 0),
+                        std::ptrdiff_t(A.stride(0)),
+                        S.data(),
+                        std::ptrdiff_t(S.stride(0)),
+                        std::ptrdiff_t(S.stride(1)),
+                        any_vectors ? matrix_of<Scalar>(U, 0) : StridedMatrix<Scalar>{},
+                        any_vectors ? matrix_of<Scalar>(V, 0) : StridedMatrix<Scalar>{},
+                        any_vectors ? std::ptrdiff_t(U.stride(0)) : 0,
+                        any_vectors ? std::ptrdiff_t(V.stride(0)) : 0,
+                        info.data(),
+                        shape,
+                        tol,
+                        options.max_sweeps};
   const std::size_t scratch =
       one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(int(m), int(n), vectors);
   Kokkos::TeamPolicy<ExecSpace> probe(exec, int(batch), 1, lanes);

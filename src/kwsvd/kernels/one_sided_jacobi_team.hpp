@@ -81,7 +81,7 @@ struct OneSidedJacobiShape {
   bool transposed = false;  // W = A^T (m < n)
   bool vectors = true;
 
-  KOKKOS_INLINE_FUNCTION OneSidedJacobiShape() = default;
+  OneSidedJacobiShape() = default;
   KOKKOS_INLINE_FUNCTION OneSidedJacobiShape(int m_, int n_, bool vectors_)
       : m(m_), n(n_), rows(m_ >= n_ ? m_ : n_), cols(m_ >= n_ ? n_ : m_),
         transposed(m_ < n_), vectors(vectors_) {}
@@ -177,7 +177,7 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
   const int k = N;
   if (nonfinite > 0) {
     // Report and poison this matrix's outputs; the other teams are unaffected.
-    const Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
+    const Scalar nan = quiet_nan<Scalar>();
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k),
                          [&](const int c) { out.S[c * out.s_stride] = nan; });
     if (shape.vectors) {
