@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 
 #include "common/oracle.hpp"
 #include "kwsvd/kwsvd.hpp"
@@ -35,6 +36,21 @@ class SmallSvd : public ::testing::Test {
  public:
   using TestScalar = typename C::Scalar;
   using TestLayout = typename C::Layout;
+  // Inputs and outputs of one call for a batch of m x n matrices.
+  struct Views {
+    Kokkos::View<TestScalar***, TestLayout> A, U, V;
+    Kokkos::View<TestScalar**, TestLayout> S;
+    Kokkos::View<kwsvd::SvdInfo*> info;
+  };
+  static Views views(int batch, int m, int n) {
+    const int k = std::min(m, n);
+    return {Kokkos::View<TestScalar***, TestLayout>("A", batch, m, n),
+            Kokkos::View<TestScalar***, TestLayout>("U", batch, m, k),
+            Kokkos::View<TestScalar***, TestLayout>("V", batch, n, k),
+            Kokkos::View<TestScalar**, TestLayout>("S", batch, k),
+            Kokkos::View<kwsvd::SvdInfo*>("info", batch)};
+  }
+
   static double unit_roundoff() { return std::numeric_limits<TestScalar>::epsilon() / 2; }
 
   // Runs one batched call on mats (all m x n); outputs pre-filled with NaN so
@@ -60,8 +76,10 @@ class SmallSvd : public ::testing::Test {
       std::vector<TestScalar> s(k), u(std::size_t(m) * k), v(std::size_t(n) * k);
       for (int l = 0; l < k; ++l) {
         s[l] = hs(b, l);
-        for (int i = 0; i < m; ++i) u[i + std::size_t(m) * l] = hu(b, i, l);
-        for (int j = 0; j < n; ++j) v[j + std::size_t(n) * l] = hv(b, j, l);
+        for (int i = 0; i < m; ++i)
+          u[i + std::size_t(m) * l] = hu(b, i, l);
+        for (int j = 0; j < n; ++j)
+          v[j + std::size_t(n) * l] = hv(b, j, l);
       }
       r.s.push_back(s);
       r.u.push_back(u);
@@ -90,7 +108,8 @@ class SmallSvd : public ::testing::Test {
 
   void check_random(int batch, int m, int n) {
     std::vector<std::vector<TestScalar>> mats;
-    for (int b = 0; b < batch; ++b) mats.push_back(random_matrix<TestScalar>(m, n, 31u * b + m));
+    for (int b = 0; b < batch; ++b)
+      mats.push_back(random_matrix<TestScalar>(m, n, 31u * b + m));
     expect_accurate(mats, m, n, run(mats, m, n), "random");
   }
 };
@@ -100,7 +119,8 @@ using Cases = ::testing::Types<Case<double, Kokkos::LayoutLeft>, Case<double, Ko
 TYPED_TEST_SUITE(SmallSvd, Cases);
 
 TYPED_TEST(SmallSvd, MatchesLapackOnRandomMatrices) {
-  for (int mn : {1, 2, 3, 8, 16, 24, 32}) this->check_random(3, mn, mn);
+  for (int mn : {1, 2, 3, 8, 16, 24, 32})
+    this->check_random(3, mn, mn);
 }
 
 TYPED_TEST(SmallSvd, TallWideAndOddShapes) {
@@ -139,7 +159,8 @@ TYPED_TEST(SmallSvd, ZeroMatrixGivesZeroValuesAndOrthonormalVectors) {
   std::vector<std::vector<T>> mats(2, std::vector<T>(m * n, T(0)));
   const auto r = this->run(mats, m, n);
   for (int b = 0; b < 2; ++b) {
-    for (T s : r.s[b]) EXPECT_EQ(s, T(0));
+    for (T s : r.s[b])
+      EXPECT_EQ(s, T(0));
     const auto e = svd_errors(mats[b], m, n, r.s[b], r.u[b], r.v[b]);
     EXPECT_EQ(e.e1, 0.0);
     EXPECT_LT(e.e2, 30 * this->unit_roundoff());
@@ -156,8 +177,10 @@ TYPED_TEST(SmallSvd, ExactZeroColumnsAndRankDeficiency) {
   // ... and exactly rank 2: columns 1, 4, 5, 6, 7 zero, column 3 = 2 * column 0.
   auto a = random_matrix<T>(m, n, 9);
   for (int j : {1, 4, 5, 6, 7})
-    for (int i = 0; i < m; ++i) a[i + m * j] = 0;
-  for (int i = 0; i < m; ++i) a[i + m * 3] = 2 * a[i + m * 0];
+    for (int i = 0; i < m; ++i)
+      a[i + m * j] = 0;
+  for (int i = 0; i < m; ++i)
+    a[i + m * 3] = 2 * a[i + m * 0];
   mats.push_back(a);
   this->expect_accurate(mats, m, n, this->run(mats, m, n), "rank-deficient");
 }
@@ -169,7 +192,8 @@ TYPED_TEST(SmallSvd, RepeatedSingularValues) {
       matrix_with_spectrum<T>(m, n, std::vector<double>(10, 1.0), 3),
       matrix_with_spectrum<T>(m, n, {2, 2, 2, 1, 1, 1, 1, 0.5, 0.5, 0.5}, 4)};
   std::vector<T> identity(m * n, T(0));
-  for (int i = 0; i < n; ++i) identity[i + m * i] = 1;
+  for (int i = 0; i < n; ++i)
+    identity[i + m * i] = 1;
   mats.push_back(identity);
   this->expect_accurate(mats, m, n, this->run(mats, m, n), "repeated");
 }
@@ -191,12 +215,14 @@ TYPED_TEST(SmallSvd, BadlyScaledMatricesKeepRelativeAccuracy) {
   std::vector<std::vector<T>> mats;
   for (T scale : {big, small}) {
     auto a = random_matrix<T>(m, n, 21);
-    for (auto& x : a) x *= scale;
+    for (auto& x : a)
+      x *= scale;
     mats.push_back(a);
   }
   const auto r = this->run(mats, m, n);
   const auto ref = random_matrix<T>(m, n, 21);
-  const auto s_ref = kwsvd::test::lapack_singular_values(std::vector<double>(ref.begin(), ref.end()), m, n);
+  const auto s_ref =
+      kwsvd::test::lapack_singular_values(std::vector<double>(ref.begin(), ref.end()), m, n);
   for (int b = 0; b < 2; ++b) {
     const double scale = b == 0 ? double(big) : double(small);
     for (int l = 0; l < n; ++l)
@@ -208,7 +234,8 @@ TYPED_TEST(SmallSvd, NanOrInfInOneMatrixLeavesOthersExact) {
   using T = typename TestFixture::TestScalar;
   const int m = 16, n = 11, batch = 5, bad = 3;
   std::vector<std::vector<T>> clean;
-  for (int b = 0; b < batch; ++b) clean.push_back(random_matrix<T>(m, n, 40 + b));
+  for (int b = 0; b < batch; ++b)
+    clean.push_back(random_matrix<T>(m, n, 40 + b));
   auto dirty = clean;
   dirty[bad][7] = std::numeric_limits<T>::quiet_NaN();
   dirty[1][m * n - 1] = std::numeric_limits<T>::infinity();
@@ -218,8 +245,10 @@ TYPED_TEST(SmallSvd, NanOrInfInOneMatrixLeavesOthersExact) {
     if (b == bad || b == 1) {
       EXPECT_EQ(r.info[b].nonfinite_input, 1);
       EXPECT_EQ(r.info[b].converged, 0);
-      for (T s : r.s[b]) EXPECT_TRUE(std::isnan(s));
-      for (T u : r.u[b]) EXPECT_TRUE(std::isnan(u));
+      for (T s : r.s[b])
+        EXPECT_TRUE(std::isnan(s));
+      for (T u : r.u[b])
+        EXPECT_TRUE(std::isnan(u));
       continue;
     }
     EXPECT_EQ(r.info[b].nonfinite_input, 0);
@@ -234,7 +263,8 @@ TYPED_TEST(SmallSvd, ValuesOnlyJobGivesTheSameValues) {
   using Layout = typename TestFixture::TestLayout;
   const int m = 20, n = 14, batch = 4;
   std::vector<std::vector<T>> mats;
-  for (int b = 0; b < batch; ++b) mats.push_back(random_matrix<T>(m, n, 60 + b));
+  for (int b = 0; b < batch; ++b)
+    mats.push_back(random_matrix<T>(m, n, 60 + b));
   const auto full = this->run(mats, m, n);
   auto A = kwsvd::test::to_device<T, Layout>(mats, m, n);
   Kokkos::View<T**, Layout> S("S", batch, n);
@@ -242,7 +272,8 @@ TYPED_TEST(SmallSvd, ValuesOnlyJobGivesTheSameValues) {
   kwsvd::batched_small_svd(Exec(), A, S, info);
   auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
   for (int b = 0; b < batch; ++b)
-    for (int l = 0; l < n; ++l) EXPECT_EQ(hs(b, l), full.s[b][l]);
+    for (int l = 0; l < n; ++l)
+      EXPECT_EQ(hs(b, l), full.s[b][l]);
 }
 
 TYPED_TEST(SmallSvd, EveryLanesPerPairChoiceIsAccurate) {
@@ -252,8 +283,7 @@ TYPED_TEST(SmallSvd, EveryLanesPerPairChoiceIsAccurate) {
   for (int lanes : {1, 2, 4, 8, 16, 32}) {
     kwsvd::SvdOptions opt;
     opt.lanes_per_pair = lanes;
-    this->expect_accurate(mats, m, n, this->run(mats, m, n, opt),
-                          "lanes " + std::to_string(lanes));
+    this->expect_accurate(mats, m, n, this->run(mats, m, n, opt), "lanes " + std::to_string(lanes));
   }
 }
 
@@ -273,16 +303,10 @@ TYPED_TEST(SmallSvd, ReportsSweepsAndNonConvergence) {
 }
 
 TYPED_TEST(SmallSvd, EmptyBatchAndEmptyMatrices) {
-  using T = typename TestFixture::TestScalar;
-  using Layout = typename TestFixture::TestLayout;
-  Kokkos::View<T***, Layout> A("A", 0, 4, 4), U("U", 0, 4, 4), V("V", 0, 4, 4);
-  Kokkos::View<T**, Layout> S("S", 0, 4);
-  Kokkos::View<kwsvd::SvdInfo*> info("info", 0);
-  EXPECT_NO_THROW(kwsvd::batched_small_svd(Exec(), A, S, U, V, info));
-  Kokkos::View<T***, Layout> A0("A", 2, 5, 0), U0("U", 2, 5, 0), V0("V", 2, 0, 0);
-  Kokkos::View<T**, Layout> S0("S", 2, 0);
-  Kokkos::View<kwsvd::SvdInfo*> info0("info", 2);
-  EXPECT_NO_THROW(kwsvd::batched_small_svd(Exec(), A0, S0, U0, V0, info0));
+  for (auto [batch, m, n] : {std::tuple{0, 4, 4}, std::tuple{2, 5, 0}}) {
+    const auto v = TestFixture::views(batch, m, n);
+    EXPECT_NO_THROW(kwsvd::batched_small_svd(Exec(), v.A, v.S, v.U, v.V, v.info));
+  }
 }
 
 template <class F>
@@ -298,51 +322,48 @@ std::string error_of(F&& f) {
 TYPED_TEST(SmallSvd, RejectsBadArgumentsNamingThem) {
   using T = typename TestFixture::TestScalar;
   using Layout = typename TestFixture::TestLayout;
-  Kokkos::View<T***, Layout> A("A", 3, 6, 4), U("U", 3, 6, 4), V("V", 3, 4, 4);
-  Kokkos::View<T**, Layout> S("S", 3, 4);
-  Kokkos::View<kwsvd::SvdInfo*> info("info", 3);
+  const auto v = TestFixture::views(3, 6, 4);
   Kokkos::View<T***, Layout> Ubad("U", 3, 4, 4);
   Kokkos::View<T**, Layout> Sbad("S", 3, 6);
   Kokkos::View<kwsvd::SvdInfo*> info_bad("info", 2);
   auto has = [](const std::string& what, const std::string& part) {
     return what.find(part) != std::string::npos;
   };
-  std::string w = error_of([&] { kwsvd::batched_small_svd(Exec(), A, S, Ubad, V, info); });
+  std::string w = error_of([&] { kwsvd::batched_small_svd(Exec(), v.A, v.S, Ubad, v.V, v.info); });
   EXPECT_TRUE(has(w, "argument 'U'") && has(w, "(3, 6, 4)") && has(w, "got (3, 4, 4)")) << w;
-  w = error_of([&] { kwsvd::batched_small_svd(Exec(), A, Sbad, U, V, info); });
+  w = error_of([&] { kwsvd::batched_small_svd(Exec(), v.A, Sbad, v.U, v.V, v.info); });
   EXPECT_TRUE(has(w, "argument 'S'") && has(w, "(batch, min(m, n))")) << w;
-  w = error_of([&] { kwsvd::batched_small_svd(Exec(), A, S, U, V, info_bad); });
+  w = error_of([&] { kwsvd::batched_small_svd(Exec(), v.A, v.S, v.U, v.V, info_bad); });
   EXPECT_TRUE(has(w, "argument 'info'")) << w;
   kwsvd::SvdOptions opt;
   opt.tolerance = -1;
-  w = error_of([&] { kwsvd::batched_small_svd(Exec(), A, S, U, V, info, opt); });
+  w = error_of([&] { kwsvd::batched_small_svd(Exec(), v.A, v.S, v.U, v.V, v.info, opt); });
   EXPECT_TRUE(has(w, "options.tolerance")) << w;
   opt = {};
   opt.max_sweeps = 0;
-  w = error_of([&] { kwsvd::batched_small_svd(Exec(), A, S, U, V, info, opt); });
+  w = error_of([&] { kwsvd::batched_small_svd(Exec(), v.A, v.S, v.U, v.V, v.info, opt); });
   EXPECT_TRUE(has(w, "options.max_sweeps")) << w;
   opt = {};
   opt.lanes_per_pair = 3;
-  w = error_of([&] { kwsvd::batched_small_svd(Exec(), A, S, U, V, info, opt); });
+  w = error_of([&] { kwsvd::batched_small_svd(Exec(), v.A, v.S, v.U, v.V, v.info, opt); });
   EXPECT_TRUE(has(w, "options.lanes_per_pair")) << w;
   opt = {};
   opt.job = kwsvd::Job::values;
-  w = error_of([&] { kwsvd::batched_small_svd(Exec(), A, S, U, V, info, opt); });
+  w = error_of([&] { kwsvd::batched_small_svd(Exec(), v.A, v.S, v.U, v.V, v.info, opt); });
   EXPECT_TRUE(has(w, "options.job")) << w;
 }
 
 TYPED_TEST(SmallSvd, FitsQueryMatchesWhatTheCallAccepts) {
   using T = typename TestFixture::TestScalar;
-  using Layout = typename TestFixture::TestLayout;
   EXPECT_TRUE(kwsvd::small_svd_fits<T>(32, 32));
   EXPECT_FALSE(kwsvd::small_svd_fits<T>(-1, 3));
   int n = 32;
-  while (kwsvd::small_svd_fits<T>(n + 1, n + 1)) ++n;  // largest square that fits
+  while (kwsvd::small_svd_fits<T>(n + 1, n + 1))
+    ++n;  // largest square that fits
   EXPECT_TRUE(kwsvd::small_svd_fits<T>(n, n, kwsvd::Job::values));
-  Kokkos::View<T***, Layout> A("A", 1, n + 1, n + 1), U("U", 1, n + 1, n + 1), V("V", 1, n + 1, n + 1);
-  Kokkos::View<T**, Layout> S("S", 1, n + 1);
-  Kokkos::View<kwsvd::SvdInfo*> info("info", 1);
-  const std::string w = error_of([&] { kwsvd::batched_small_svd(Exec(), A, S, U, V, info); });
+  const auto v = TestFixture::views(1, n + 1, n + 1);
+  const std::string w =
+      error_of([&] { kwsvd::batched_small_svd(Exec(), v.A, v.S, v.U, v.V, v.info); });
   EXPECT_NE(w.find("small_svd_fits"), std::string::npos) << w;
 }
 
@@ -368,10 +389,12 @@ TEST(SmallSvdPlan, RoundRobinPairsEveryColumnOncePerStep) {
         ++used[j];
         ++met[i * n_even + j];
       }
-      for (int c = 0; c < n_even; ++c) ASSERT_EQ(used[c], 1) << "step " << step;
+      for (int c = 0; c < n_even; ++c)
+        ASSERT_EQ(used[c], 1) << "step " << step;
     }
     for (int i = 0; i < n_even; ++i)
-      for (int j = i + 1; j < n_even; ++j) ASSERT_EQ(met[i * n_even + j], 1);
+      for (int j = i + 1; j < n_even; ++j)
+        ASSERT_EQ(met[i * n_even + j], 1);
   }
 }
 

@@ -13,24 +13,29 @@
 namespace kwsvd {
 namespace Impl {
 
-template <class ExecSpace, class AView, class BView>
+// Like every kwsvd launch closure, it holds raw pointers and strides only
+// (see BatchedSmallSvdFunctor): one closure type per scalar and space.
+template <class ExecSpace, class Scalar>
 struct BatchedGramFunctor {
-  using Scalar = typename BView::non_const_value_type;
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using ScratchVector = Kokkos::View<Scalar*, typename ExecSpace::scratch_memory_space,
                                      Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  AView A;
-  BView B;
+  StridedMatrix<const Scalar> A;  // matrix 0; matrix b starts a_batch_stride later
+  std::ptrdiff_t a_batch_stride;
+  StridedMatrix<Scalar> B;
+  std::ptrdiff_t b_batch_stride;
   int chunk_rows;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const int b = member.league_rank();
-    const int n = static_cast<int>(A.extent(2));
     // Carved exactly as plan_gram_team sized them (View::shmem_size).
-    ScratchVector tile(member.team_scratch(0), std::size_t(chunk_rows) * n);
-    ScratchVector acc(member.team_scratch(0), std::size_t(triangle_size(n)));
-    gram_team(member, matrix_of<const Scalar>(A, b), matrix_of<Scalar>(B, b), chunk_rows,
-              tile.data(), acc.data());
+    ScratchVector tile(member.team_scratch(0), std::size_t(chunk_rows) * A.cols);
+    ScratchVector acc(member.team_scratch(0), std::size_t(triangle_size(A.cols)));
+    StridedMatrix<const Scalar> a = A;
+    StridedMatrix<Scalar> g = B;
+    a.data += b * a_batch_stride;
+    g.data += b * b_batch_stride;
+    gram_team(member, a, g, chunk_rows, tile.data(), acc.data());
   }
 };
 
@@ -45,10 +50,14 @@ void launch_batched_gram(const ExecSpace& exec, const AView& A, const BView& B,
          vector * 2 <= plan.chunk_rows) {
     vector *= 2;
   }
-  using Functor = BatchedGramFunctor<ExecSpace, AView, BView>;
+  using Scalar = typename BView::non_const_value_type;
+  using Functor = BatchedGramFunctor<ExecSpace, Scalar>;
   Kokkos::TeamPolicy<ExecSpace> policy(exec, int(A.extent(0)), Kokkos::AUTO, vector);
   policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(plan.scratch_bytes)));
-  Kokkos::parallel_for("kwsvd::batched_gram", policy, Functor{A, B, plan.chunk_rows});
+  Kokkos::parallel_for(
+      "kwsvd::batched_gram", policy,
+      Functor{matrix_of<const Scalar>(A, 0), std::ptrdiff_t(A.stride(0)), matrix_of<Scalar>(B, 0),
+              std::ptrdiff_t(B.stride(0)), plan.chunk_rows});
 }
 
 }  // namespace Impl
@@ -59,7 +68,8 @@ template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
 int batched_gram_max_cols() {
   const std::size_t limit = Impl::team_scratch_bytes_max<ExecSpace>();
   int n = 0;
-  while (Impl::plan_gram_team<ExecSpace, Scalar>(1, n + 1, limit).fits) ++n;
+  while (Impl::plan_gram_team<ExecSpace, Scalar>(1, n + 1, limit).fits)
+    ++n;
   return n;
 }
 
@@ -96,19 +106,20 @@ void batched_gram(const ExecSpace& exec, const AView& A, const BView& B) {
   Impl::require_extents(fn, "B", {B.extent(0), B.extent(1), B.extent(2)}, {batch, n, n},
                         "(batch, n, n) with batch and n taken from A");
   if (batch > std::size_t(1) << 30 || m > std::size_t(1) << 30 || n > std::size_t(1) << 15) {
-    Impl::throw_invalid_argument(fn, "A", "is too large: extents " +
-                                              Impl::format_extents({batch, m, n}));
+    Impl::throw_invalid_argument(fn, "A",
+                                 "is too large: extents " + Impl::format_extents({batch, m, n}));
   }
-  if (batch == 0 || n == 0) return;
+  if (batch == 0 || n == 0)
+    return;
 
   const std::size_t limit = Impl::team_scratch_bytes_max<ExecSpace>();
   const auto plan = Impl::plan_gram_team<ExecSpace, Scalar>(int(m), int(n), limit);
   if (!plan.fits) {
-    Impl::throw_invalid_argument(
-        fn, "A",
-        "has n = " + std::to_string(n) + " columns; at most " +
-            std::to_string(batched_gram_max_cols<Scalar, ExecSpace>()) + " fit in the " +
-            std::to_string(limit) + " bytes of team scratch of " + ExecSpace::name());
+    Impl::throw_invalid_argument(fn, "A",
+                                 "has n = " + std::to_string(n) + " columns; at most " +
+                                     std::to_string(batched_gram_max_cols<Scalar, ExecSpace>()) +
+                                     " fit in the " + std::to_string(limit) +
+                                     " bytes of team scratch of " + ExecSpace::name());
   }
 
   Impl::launch_batched_gram(exec, A, B, plan);
