@@ -21,7 +21,8 @@ template <class T>
 void gram_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"m", "n", "batch"});
   for (int batch : {1000, 10000})
-    for (int mn : {8, 16, 32}) b->Args({mn, mn, batch});
+    for (int mn : {8, 16, 32})
+      b->Args({mn, mn, batch});
   b->Args({32, 8, 1000});
   b->Args({256, 16, 1000});
   b->Args({1024, 32, 1000});
@@ -48,16 +49,14 @@ BENCHMARK_TEMPLATE(BM_kwsvd_batched_gram, float)->Apply(gram_args<float>);
 cublasStatus_t gemm_strided_batched(cublasHandle_t h, int n, int m, const double* x, double* c,
                                     int batch) {
   const double one = 1, zero = 0;
-  return cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, n, n, m, &one, x, n,
-                                   long(m) * n, x, n, long(m) * n, &zero, c, n, long(n) * n,
-                                   batch);
+  return cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, n, n, m, &one, x, n, long(m) * n, x,
+                                   n, long(m) * n, &zero, c, n, long(n) * n, batch);
 }
 cublasStatus_t gemm_strided_batched(cublasHandle_t h, int n, int m, const float* x, float* c,
                                     int batch) {
   const float one = 1, zero = 0;
-  return cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, n, n, m, &one, x, n,
-                                   long(m) * n, x, n, long(m) * n, &zero, c, n, long(n) * n,
-                                   batch);
+  return cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, n, n, m, &one, x, n, long(m) * n, x,
+                                   n, long(m) * n, &zero, c, n, long(n) * n, batch);
 }
 
 // Each matrix of a LayoutRight (batch, m, n) View is row-major, i.e. the

@@ -11,7 +11,8 @@
 int main(int argc, char** argv) {
   Kokkos::ScopeGuard kokkos(argc, argv);
   benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (benchmark::ReportUnrecognizedArguments(argc, argv))
+    return 1;
   std::ostringstream config;
   kwsvd::print_configuration(config);
   benchmark::AddCustomContext("kwsvd", config.str());

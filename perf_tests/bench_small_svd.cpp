@@ -8,7 +8,8 @@
 // A, so its input is restored outside the timed region), median over
 // repetitions. GFLOP/s uses a fixed nominal count, 22 k^3 per matrix with
 // k = min(m, n) (LAPACK's estimate for an SVD with vectors), identical for
-// both libraries, so it is a speed ratio, not a measured flop rate. Counters: residual = max ||A - U S V^T||_F /
+// both libraries, so it is a speed ratio, not a measured flop rate. Counters: residual = max ||A -
+// U S V^T||_F /
 // ||A||_F and orthU = max ||U^T U - I||_F over the first 4 matrices; sweeps =
 // mean Jacobi sweeps (kwsvd).
 
@@ -33,7 +34,8 @@ using Strided = Kokkos::View<T***, Kokkos::LayoutStride>;
 void small_svd_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"m", "n", "batch"});
   for (int batch : {100, 1000, 10000}) {
-    for (int mn : {8, 16, 24, 32}) b->Args({mn, mn, batch});
+    for (int mn : {8, 16, 24, 32})
+      b->Args({mn, mn, batch});
     b->Args({32, 16, batch});
     b->Args({16, 32, batch});
     b->Args({32, 8, batch});
@@ -63,14 +65,16 @@ void record_accuracy(benchmark::State& state, const Strided<T>& A, const Strided
     for (int i = 0; i < m; ++i)
       for (int j = 0; j < n; ++j) {
         double usv = 0;
-        for (int l = 0; l < k; ++l) usv += double(u(b, i, l)) * s(b, l) * v(b, j, l);
+        for (int l = 0; l < k; ++l)
+          usv += double(u(b, i, l)) * s(b, l) * v(b, j, l);
         r2 += (a(b, i, j) - usv) * (a(b, i, j) - usv);
         a2 += double(a(b, i, j)) * a(b, i, j);
       }
     for (int p = 0; p < k; ++p)
       for (int q = 0; q < k; ++q) {
         double dot = 0;
-        for (int i = 0; i < m; ++i) dot += double(u(b, i, p)) * u(b, i, q);
+        for (int i = 0; i < m; ++i)
+          dot += double(u(b, i, p)) * u(b, i, q);
         o2 += (dot - (p == q)) * (dot - (p == q));
       }
     residual = std::max(residual, std::sqrt(r2 / a2));
@@ -87,7 +91,7 @@ void set_svd_rates(benchmark::State& state, int m, int n, int batch) {
                           double(batch) * (double(m) * n + m * k + n * k + k) * sizeof(T));
 }
 
-// lanes: vector lanes per column pair (0 = the paper's rule).
+// lanes: vector lanes per column pair (0 = SvdOptions' default rule).
 template <class T>
 void run_kwsvd_small_svd(benchmark::State& state, int lanes) {
   const int m = int(state.range(0)), n = int(state.range(1)), batch = int(state.range(2));
@@ -130,10 +134,14 @@ void BM_kwsvd_small_svd_lanes(benchmark::State& state) {
 BENCHMARK_TEMPLATE(BM_kwsvd_small_svd, double)->Apply(small_svd_args);
 BENCHMARK_TEMPLATE(BM_kwsvd_small_svd, float)->Apply(small_svd_args);
 
-// The alpha x warp choice of §IV-B-1 at 32 x 32: every lanes-per-pair value.
+// The alpha x warp choice of §IV-B-1: every lanes-per-pair value for square
+// shapes and batches; the data behind Impl::lanes_per_pair_measured.
 void lanes_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"m", "n", "batch", "lanes"});
-  for (int lanes : {4, 8, 16, 32}) b->Args({32, 32, 10000, lanes});
+  for (int batch : {100, 1000, 10000})
+    for (int mn : {8, 16, 24, 32})
+      for (int lanes : {2, 4, 8, 16, 32})
+        b->Args({mn, mn, batch, lanes});
   b->UseManualTime();
 }
 BENCHMARK_TEMPLATE(BM_kwsvd_small_svd_lanes, double)->Apply(lanes_args);
@@ -143,18 +151,18 @@ BENCHMARK_TEMPLATE(BM_kwsvd_small_svd_lanes, float)->Apply(lanes_args);
 cusolverStatus_t gesvdj_batched_buffer(cusolverDnHandle_t h, int m, int n, const double* a,
                                        const double* s, const double* u, const double* v,
                                        int* lwork, gesvdjInfo_t p, int batch) {
-  return cusolverDnDgesvdjBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, v,
-                                             n, lwork, p, batch);
+  return cusolverDnDgesvdjBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, v, n,
+                                             lwork, p, batch);
 }
 cusolverStatus_t gesvdj_batched_buffer(cusolverDnHandle_t h, int m, int n, const float* a,
                                        const float* s, const float* u, const float* v, int* lwork,
                                        gesvdjInfo_t p, int batch) {
-  return cusolverDnSgesvdjBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, v,
-                                             n, lwork, p, batch);
+  return cusolverDnSgesvdjBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, v, n,
+                                             lwork, p, batch);
 }
-cusolverStatus_t gesvdj_batched(cusolverDnHandle_t h, int m, int n, double* a, double* s,
-                                double* u, double* v, double* work, int lwork, int* info,
-                                gesvdjInfo_t p, int batch) {
+cusolverStatus_t gesvdj_batched(cusolverDnHandle_t h, int m, int n, double* a, double* s, double* u,
+                                double* v, double* work, int lwork, int* info, gesvdjInfo_t p,
+                                int batch) {
   return cusolverDnDgesvdjBatched(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, v, n, work,
                                   lwork, info, p, batch);
 }
@@ -188,9 +196,9 @@ void BM_cusolver_gesvdjBatched(benchmark::State& state) {
   for (auto _ : state) {
     Kokkos::deep_copy(a_work, a_store);  // gesvdj overwrites its input; not timed
     timer.start();
-    const auto status = gesvdj_batched(handle, m, n, a_work.data(), S.data(), u_store.data(),
-                                       v_store.data(), work.data(), lwork, info.data(), params,
-                                       batch);
+    const auto status =
+        gesvdj_batched(handle, m, n, a_work.data(), S.data(), u_store.data(), v_store.data(),
+                       work.data(), lwork, info.data(), params, batch);
     state.SetIterationTime(timer.stop());
     if (status != CUSOLVER_STATUS_SUCCESS) {
       state.SkipWithError("cusolverDn?gesvdjBatched failed");

@@ -21,9 +21,12 @@ int main(int argc, char** argv) {
   Kokkos::ScopeGuard kokkos(argc, argv);
   int batch = 4, m = 6, n = 4;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--batch")) batch = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--m")) m = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--n")) n = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--batch"))
+      batch = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--m"))
+      m = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--n"))
+      n = std::atoi(argv[i + 1]);
   }
   const int k = m < n ? m : n;
   kwsvd::print_configuration(std::cout);
@@ -52,21 +55,23 @@ int main(int argc, char** argv) {
     for (int i = 0; i < m; ++i)
       for (int j = 0; j < n; ++j) {
         double usv = 0;
-        for (int l = 0; l < k; ++l) usv += u(b, i, l) * s(b, l) * v(b, j, l);
+        for (int l = 0; l < k; ++l)
+          usv += u(b, i, l) * s(b, l) * v(b, j, l);
         res += (a(b, i, j) - usv) * (a(b, i, j) - usv);
         nrm += a(b, i, j) * a(b, i, j);
       }
     for (int p = 0; p < k; ++p)
       for (int q = 0; q < k; ++q) {
         double dot = 0;
-        for (int i = 0; i < m; ++i) dot += u(b, i, p) * u(b, i, q);
+        for (int i = 0; i < m; ++i)
+          dot += u(b, i, p) * u(b, i, q);
         orth += (dot - (p == q)) * (dot - (p == q));
       }
     std::printf("matrix %d: sigma =", b);
-    for (int l = 0; l < k; ++l) std::printf(" %.6f", s(b, l));
-    std::printf("\n  residual %.2e  orthogonality(U) %.2e  sweeps %d%s\n",
-                std::sqrt(res / nrm), std::sqrt(orth), in(b).sweeps,
-                in(b).converged ? "" : "  (not converged)");
+    for (int l = 0; l < k; ++l)
+      std::printf(" %.6f", s(b, l));
+    std::printf("\n  residual %.2e  orthogonality(U) %.2e  sweeps %d%s\n", std::sqrt(res / nrm),
+                std::sqrt(orth), in(b).sweeps, in(b).converged ? "" : "  (not converged)");
   }
   return 0;
 }

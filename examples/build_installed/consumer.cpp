@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   auto s = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
   int bad = 0;
   for (int b = 0; b < 2; ++b)
-    for (int l = 0; l < 3; ++l) bad += std::abs(s(b, l) - (3.0 - l)) > 1e-14;
+    for (int l = 0; l < 3; ++l)
+      bad += std::abs(s(b, l) - (3.0 - l)) > 1e-14;
   std::printf("kwsvd %s from the installed package: sigma = %g %g %g -> %s\n", kwsvd::version(),
               s(0, 0), s(0, 1), s(0, 2), bad ? "WRONG" : "ok");
   return bad ? 1 : 0;

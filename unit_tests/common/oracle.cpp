@@ -31,12 +31,10 @@ void syrk(int n, int k, const double* a, int lda, double* c) {
   dsyrk_("U", "T", &n, &k, &one, a, &lda, &zero, c, &n, 1, 1);
 }
 lapack_int gesvd(int m, int n, float* a, float* s, float* superb) {
-  return LAPACKE_sgesvd(LAPACK_COL_MAJOR, 'N', 'N', m, n, a, m, s, nullptr, 1, nullptr, 1,
-                        superb);
+  return LAPACKE_sgesvd(LAPACK_COL_MAJOR, 'N', 'N', m, n, a, m, s, nullptr, 1, nullptr, 1, superb);
 }
 lapack_int gesvd(int m, int n, double* a, double* s, double* superb) {
-  return LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'N', 'N', m, n, a, m, s, nullptr, 1, nullptr, 1,
-                        superb);
+  return LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'N', 'N', m, n, a, m, s, nullptr, 1, nullptr, 1, superb);
 }
 
 }  // namespace
@@ -46,17 +44,21 @@ std::vector<T> random_matrix(int m, int n, std::uint64_t seed) {
   std::mt19937_64 gen(seed);
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
   std::vector<T> a(std::size_t(m) * n);
-  for (auto& x : a) x = static_cast<T>(dist(gen));
+  for (auto& x : a)
+    x = static_cast<T>(dist(gen));
   return a;
 }
 
 template <class T>
 std::vector<T> blas_gram(const std::vector<T>& a, int m, int n) {
   std::vector<T> c(std::size_t(n) * n, T(0));
-  if (n == 0) return c;
-  if (m > 0) syrk(n, m, a.data(), m, c.data());
+  if (n == 0)
+    return c;
+  if (m > 0)
+    syrk(n, m, a.data(), m, c.data());
   for (int j = 0; j < n; ++j)
-    for (int i = j + 1; i < n; ++i) c[i + std::size_t(n) * j] = c[j + std::size_t(n) * i];
+    for (int i = j + 1; i < n; ++i)
+      c[i + std::size_t(n) * j] = c[j + std::size_t(n) * i];
   return c;
 }
 
@@ -66,8 +68,8 @@ std::vector<double> abs_gram(const std::vector<T>& a, int m, int n) {
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < n; ++i)
       for (int r = 0; r < m; ++r)
-        c[i + std::size_t(n) * j] +=
-            std::abs(double(a[r + std::size_t(m) * i])) * std::abs(double(a[r + std::size_t(m) * j]));
+        c[i + std::size_t(n) * j] += std::abs(double(a[r + std::size_t(m) * i])) *
+                                     std::abs(double(a[r + std::size_t(m) * j]));
   return c;
 }
 
@@ -75,15 +77,18 @@ template <class T>
 std::vector<T> lapack_singular_values(std::vector<T> a, int m, int n) {
   const int k = m < n ? m : n;
   std::vector<T> s(k), superb(k > 1 ? k - 1 : 1);
-  if (k == 0) return s;
+  if (k == 0)
+    return s;
   const lapack_int info = gesvd(m, n, a.data(), s.data(), superb.data());
-  if (info != 0) throw std::runtime_error("LAPACKE gesvd failed, info " + std::to_string(info));
+  if (info != 0)
+    throw std::runtime_error("LAPACKE gesvd failed, info " + std::to_string(info));
   return s;
 }
 
 std::vector<double> random_orthogonal(int n, std::uint64_t seed) {
   std::vector<double> q = random_matrix<double>(n, n, seed), tau(n > 0 ? n : 1);
-  if (n == 0) return q;
+  if (n == 0)
+    return q;
   if (LAPACKE_dgeqrf(LAPACK_COL_MAJOR, n, n, q.data(), n, tau.data()) != 0 ||
       LAPACKE_dorgqr(LAPACK_COL_MAJOR, n, n, n, q.data(), n, tau.data()) != 0) {
     throw std::runtime_error("LAPACKE dgeqrf/dorgqr failed");
@@ -187,14 +192,14 @@ double gamma(int k) {
   return k * u / (1 - k * u);
 }
 
-#define KWSVD_TEST_ORACLE_INSTANTIATE(T)                                              \
-  template std::vector<T> random_matrix<T>(int, int, std::uint64_t);                 \
-  template std::vector<T> blas_gram<T>(const std::vector<T>&, int, int);              \
-  template std::vector<double> abs_gram<T>(const std::vector<T>&, int, int);          \
-  template std::vector<T> lapack_singular_values<T>(std::vector<T>, int, int);        \
-  template double gamma<T>(int);                                                     \
-  template std::vector<T> matrix_with_spectrum<T>(int, int, const std::vector<double>&, \
-                                                  std::uint64_t);                     \
+#define KWSVD_TEST_ORACLE_INSTANTIATE(T)                                                   \
+  template std::vector<T> random_matrix<T>(int, int, std::uint64_t);                       \
+  template std::vector<T> blas_gram<T>(const std::vector<T>&, int, int);                   \
+  template std::vector<double> abs_gram<T>(const std::vector<T>&, int, int);               \
+  template std::vector<T> lapack_singular_values<T>(std::vector<T>, int, int);             \
+  template double gamma<T>(int);                                                           \
+  template std::vector<T> matrix_with_spectrum<T>(int, int, const std::vector<double>&,    \
+                                                  std::uint64_t);                          \
   template SvdErrors svd_errors<T>(const std::vector<T>&, int, int, const std::vector<T>&, \
                                    const std::vector<T>&, const std::vector<T>&);
 KWSVD_TEST_ORACLE_INSTANTIATE(float)

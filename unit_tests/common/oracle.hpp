@@ -62,7 +62,8 @@ SvdErrors svd_errors(const std::vector<T>& a, int m, int n, const std::vector<T>
 template <class View>
 void fill(const View& v, typename View::non_const_value_type value) {
   auto h = Kokkos::create_mirror_view(v);
-  for (std::size_t i = 0; i < h.span(); ++i) h.data()[i] = value;
+  for (std::size_t i = 0; i < h.span(); ++i)
+    h.data()[i] = value;
   Kokkos::deep_copy(v, h);
 }
 
@@ -74,7 +75,8 @@ Kokkos::View<T***, Layout> to_device(const std::vector<std::vector<T>>& mats, in
   auto h = Kokkos::create_mirror_view(v);
   for (std::size_t b = 0; b < mats.size(); ++b)
     for (int j = 0; j < n; ++j)
-      for (int i = 0; i < m; ++i) h(b, i, j) = mats[b][i + std::size_t(m) * j];
+      for (int i = 0; i < m; ++i)
+        h(b, i, j) = mats[b][i + std::size_t(m) * j];
   Kokkos::deep_copy(v, h);
   return v;
 }

@@ -28,7 +28,8 @@ class BatchedGram : public ::testing::Test {
 
   std::vector<std::vector<TestScalar>> make_batch(int batch, int m, int n, std::uint64_t seed) {
     std::vector<std::vector<TestScalar>> mats;
-    for (int b = 0; b < batch; ++b) mats.push_back(random_matrix<TestScalar>(m, n, seed + b));
+    for (int b = 0; b < batch; ++b)
+      mats.push_back(random_matrix<TestScalar>(m, n, seed + b));
     return mats;
   }
 
@@ -46,7 +47,8 @@ class BatchedGram : public ::testing::Test {
     auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), B);
     const double tol = 2 * kwsvd::test::gamma<TestScalar>(m > 0 ? m : 1);
     for (std::size_t b = 0; b < mats.size(); ++b) {
-      if (int(b) == skip) continue;
+      if (int(b) == skip)
+        continue;
       const auto ref = blas_gram(mats[b], m, n);
       const auto scale = abs_gram(mats[b], m, n);
       for (int j = 0; j < n; ++j)
@@ -71,9 +73,13 @@ using Cases = ::testing::Types<Case<double, Kokkos::LayoutLeft>, Case<double, Ko
                                Case<float, Kokkos::LayoutLeft>, Case<float, Kokkos::LayoutRight>>;
 TYPED_TEST_SUITE(BatchedGram, Cases);
 
-TYPED_TEST(BatchedGram, MatchesBlasOnTallMatrices) { this->check_shape(9, 37, 5); }
+TYPED_TEST(BatchedGram, MatchesBlasOnTallMatrices) {
+  this->check_shape(9, 37, 5);
+}
 
-TYPED_TEST(BatchedGram, MatchesBlasOnWideMatrices) { this->check_shape(5, 3, 12); }
+TYPED_TEST(BatchedGram, MatchesBlasOnWideMatrices) {
+  this->check_shape(5, 3, 12);
+}
 
 TYPED_TEST(BatchedGram, MatchesBlasOnSquareAndTiny) {
   this->check_shape(4, 32, 32);
@@ -81,7 +87,9 @@ TYPED_TEST(BatchedGram, MatchesBlasOnSquareAndTiny) {
   this->check_shape(3, 2, 1);
 }
 
-TYPED_TEST(BatchedGram, ZeroRowsGiveZeroGram) { this->check_shape(3, 0, 4); }
+TYPED_TEST(BatchedGram, ZeroRowsGiveZeroGram) {
+  this->check_shape(3, 0, 4);
+}
 
 TYPED_TEST(BatchedGram, EmptyBatchAndZeroColumnsAreNoOps) {
   using T = typename TestFixture::TestScalar;
@@ -111,10 +119,9 @@ TYPED_TEST(BatchedGram, RaggedChunksMatchBlas) {
   auto B = this->poisoned_output(batch, n);
   auto plan = kwsvd::Impl::plan_gram_team<Kokkos::DefaultExecutionSpace, T>(m, n, 1 << 20);
   plan.chunk_rows = 8;  // 45 = 5 * 8 + 5
-  plan.scratch_bytes =
-      kwsvd::Impl::scratch_bytes_for<Kokkos::DefaultExecutionSpace, T>(8 * n) +
-      kwsvd::Impl::scratch_bytes_for<Kokkos::DefaultExecutionSpace, T>(
-          kwsvd::Impl::triangle_size(n));
+  plan.scratch_bytes = kwsvd::Impl::scratch_bytes_for<Kokkos::DefaultExecutionSpace, T>(8 * n) +
+                       kwsvd::Impl::scratch_bytes_for<Kokkos::DefaultExecutionSpace, T>(
+                           kwsvd::Impl::triangle_size(n));
   kwsvd::Impl::launch_batched_gram(Kokkos::DefaultExecutionSpace(), A, B, plan);
   this->expect_matches_blas(mats, m, n, B);
 }

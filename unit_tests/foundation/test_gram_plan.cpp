@@ -58,7 +58,8 @@ TEST(GramPlan, TriangleIndexEnumeratesUpperTriangleOnce) {
       ++seen[i + std::size_t(n) * j];
     }
     for (int j = 0; j < n; ++j)
-      for (int i = 0; i <= j; ++i) EXPECT_EQ(seen[i + std::size_t(n) * j], 1);
+      for (int i = 0; i <= j; ++i)
+        EXPECT_EQ(seen[i + std::size_t(n) * j], 1);
   }
 }
 

@@ -7,6 +7,8 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "common/oracle.hpp"
 #include "kwsvd/kwsvd.hpp"
@@ -278,12 +280,20 @@ TYPED_TEST(SmallSvd, ValuesOnlyJobGivesTheSameValues) {
 
 TYPED_TEST(SmallSvd, EveryLanesPerPairChoiceIsAccurate) {
   using T = typename TestFixture::TestScalar;
-  const int m = 24, n = 24;
-  std::vector<std::vector<T>> mats = {random_matrix<T>(m, n, 1), random_matrix<T>(m, n, 2)};
-  for (int lanes : {1, 2, 4, 8, 16, 32}) {
-    kwsvd::SvdOptions opt;
-    opt.lanes_per_pair = lanes;
-    this->expect_accurate(mats, m, n, this->run(mats, m, n, opt), "lanes " + std::to_string(lanes));
+  // 24 rows: general loops (1, 2 lanes) and compiled ones for 6, 3 -> 4, 2
+  // and 1 blocks per lane; 32 x 20 adds 8 blocks (4 lanes) and padded V.
+  for (const auto& [m, n] : {std::pair{24, 24}, std::pair{32, 20}}) {
+    std::vector<std::vector<T>> mats = {random_matrix<T>(m, n, 1), random_matrix<T>(m, n, 2)};
+    for (int lanes : {1, 2, 4, 8, 16, 32}) {
+      kwsvd::SvdOptions opt;
+      opt.lanes_per_pair = lanes;
+      this->expect_accurate(
+          mats, m, n, this->run(mats, m, n, opt),
+          std::to_string(m) + "x" + std::to_string(n) + " lanes " + std::to_string(lanes));
+    }
+    kwsvd::SvdOptions gcd;
+    gcd.lanes_rule = kwsvd::LanesRule::gcd;
+    this->expect_accurate(mats, m, n, this->run(mats, m, n, gcd), "gcd rule");
   }
 }
 
@@ -374,6 +384,80 @@ TEST(SmallSvdPlan, LanesPerPairFollowsThePaperRule) {
   EXPECT_EQ(kwsvd::Impl::lanes_per_pair_rule(24), 8);
   EXPECT_EQ(kwsvd::Impl::lanes_per_pair_rule(17), 4);
   EXPECT_EQ(kwsvd::Impl::lanes_per_pair_rule(8), 8);
+}
+
+TEST(SmallSvdPlan, MeasuredLanesRuleStaysInTheAlphaSet) {
+  // alpha in {1, 1/2, 1/4, 1/8} of a warp (§IV-B-1): 4, 8, 16 or 32 lanes.
+  for (int rows : {1, 8, 16, 24, 32, 48, 100})
+    for (long batch : {1L, 100L, 1000L, 10000L, 1000000L}) {
+      const int lanes = kwsvd::Impl::lanes_per_pair_measured(rows, batch);
+      EXPECT_TRUE(lanes == 4 || lanes == 8 || lanes == 16 || lanes == 32) << rows << " " << batch;
+    }
+}
+
+TEST(SmallSvdPlan, StaggeredRowsVisitEveryRowOnce) {
+  for (int log2 : {0, 1, 2, 3, 5})
+    for (int rows : {1, 7, 8, 24, 33}) {
+      const int blocks = (rows + (1 << log2) - 1) >> log2;
+      for (int first = 0; first < blocks; ++first) {
+        std::vector<int> seen(blocks << log2, 0);
+        for (int q = 0; q < (blocks << log2); ++q)
+          ++seen[kwsvd::Impl::staggered_row(q, first, blocks, log2)];
+        for (int r = 0; r < (blocks << log2); ++r)
+          ASSERT_EQ(seen[r], 1) << "log2 " << log2 << " rows " << rows << " first " << first;
+        // The general row loop visits exactly the rows < rows, once each.
+        std::vector<int> visited(blocks << log2, 0);
+        const kwsvd::Impl::PairRows<0> general(first, blocks, log2, rows);
+        for (int lane = 0; lane < (1 << log2); ++lane)
+          general.for_rows(lane, [&](const int r) { ++visited[r]; });
+        for (int r = 0; r < (blocks << log2); ++r)
+          ASSERT_EQ(visited[r], r < rows ? 1 : 0) << "log2 " << log2 << " rows " << rows;
+      }
+    }
+}
+
+TEST(SmallSvdPlan, CompiledRowLoopVisitsEveryPaddedRowOnce) {
+  // Six blocks of four lanes (24 rows) for every starting block.
+  for (int first = 0; first < 6; ++first) {
+    std::vector<int> visited(24, 0);
+    const kwsvd::Impl::PairRows<6> rows(first, 6, 2, 21);
+    for (int lane = 0; lane < 4; ++lane)
+      rows.for_rows(lane, [&](const int r) { ++visited[r]; });
+    for (int r = 0; r < 24; ++r)
+      ASSERT_EQ(visited[r], 1) << "first " << first;
+  }
+}
+
+TEST(SmallSvdPlan, PaddingFollowsTheScratchLimit) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  namespace I = kwsvd::Impl;
+  // 20 x 12 with 8 lanes: 3 row blocks, compiled as 4 (32 zero-padded rows),
+  // leading dimensions rounded to 128 bytes = 16 doubles.
+  const auto roomy = I::plan_one_sided_jacobi<Host, double>(20, 12, true, 8, 1 << 20);
+  EXPECT_EQ(roomy.row_block_log2, 3);
+  EXPECT_EQ(roomy.rows_per_lane, 4);
+  EXPECT_EQ(roomy.ld_w, 32);
+  EXPECT_EQ(roomy.ld_v, 32);
+  // Without room for the compiled padding: the general loop, 128-byte padded.
+  I::OneSidedJacobiShape general(20, 12, true);
+  general.ld_w = 32;
+  general.ld_v = 16;
+  const std::size_t general_bytes = I::one_sided_jacobi_scratch_bytes<Host, double>(general);
+  const auto mid = I::plan_one_sided_jacobi<Host, double>(20, 12, true, 8, general_bytes);
+  EXPECT_EQ(mid.rows_per_lane, 0);
+  EXPECT_EQ(mid.ld_w, 32);
+  EXPECT_EQ(mid.ld_v, 16);
+  // Without room for any padding: the minimum small_svd_fits checks.
+  const std::size_t tight = I::one_sided_jacobi_scratch_bytes<Host, double>(20, 12, true);
+  const auto packed = I::plan_one_sided_jacobi<Host, double>(20, 12, true, 8, tight);
+  EXPECT_EQ(packed.rows_per_lane, 0);
+  EXPECT_EQ(packed.ld_w, 20);
+  EXPECT_EQ(packed.ld_v, 12);
+  // 40 rows in 4-lane blocks is 10 blocks: past the compiled counts.
+  const auto wide = I::plan_one_sided_jacobi<Host, float>(5, 40, false, 4, 1 << 20);
+  EXPECT_TRUE(wide.transposed);
+  EXPECT_EQ(wide.rows_per_lane, 0);
+  EXPECT_EQ(wide.ld_w, 64);  // 32 floats per 128 bytes
 }
 
 TEST(SmallSvdPlan, RoundRobinPairsEveryColumnOncePerStep) {

@@ -11,6 +11,7 @@
 #include "kwsvd/api/errors.hpp"
 #include "kwsvd/api/options.hpp"
 #include "kwsvd/kernels/one_sided_jacobi_team.hpp"
+#include "kwsvd/tuning/lanes_per_pair.hpp"
 
 namespace kwsvd {
 
@@ -18,9 +19,10 @@ namespace kwsvd {
 /// level-0 team scratch of ExecSpace, i.e. batched_small_svd accepts it.
 template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
 bool small_svd_fits(int m, int n, Job job = Job::values_and_vectors) {
-  if (m < 0 || n < 0) return false;
-  return Impl::one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(
-             m, n, job == Job::values_and_vectors) <=
+  if (m < 0 || n < 0)
+    return false;
+  return Impl::one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(m, n,
+                                                                 job == Job::values_and_vectors) <=
          std::size_t(Impl::team_scratch_bytes_max<ExecSpace>());
 }
 
@@ -30,16 +32,18 @@ namespace Impl {
 // Views): one closure type per scalar and execution space, whatever the
 // layouts, and nothing whose layout could differ between host and device
 // compilation passes.
-template <class ExecSpace, class Scalar>
+template <class ExecSpace, class Scalar, int RowsPerLane>
 struct BatchedSmallSvdFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using ScratchVector = Kokkos::View<Scalar*, typename ExecSpace::scratch_memory_space,
                                      Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using FlagVector = Kokkos::View<int*, typename ExecSpace::scratch_memory_space,
+                                  Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   StridedMatrix<const Scalar> A;  // matrix 0; matrix b starts a_batch_stride later
   std::ptrdiff_t a_batch_stride;
   Scalar* S;
   std::ptrdiff_t s_batch_stride, s_stride;
-  StridedMatrix<Scalar> U, V;     // matrix 0 of each (unused without vectors)
+  StridedMatrix<Scalar> U, V;  // matrix 0 of each (unused without vectors)
   std::ptrdiff_t u_batch_stride, v_batch_stride;
   SvdInfo* info;
   OneSidedJacobiShape shape;
@@ -48,11 +52,12 @@ struct BatchedSmallSvdFunctor {
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const int b = member.league_rank();
-    const int M = shape.rows, N = shape.cols;
+    const int N = shape.cols;
     // Carved exactly as one_sided_jacobi_scratch_bytes sized them.
-    ScratchVector W(member.team_scratch(0), std::size_t(M) * N);
-    ScratchVector Vw(member.team_scratch(0), shape.vectors ? std::size_t(N) * N : 0);
+    ScratchVector W(member.team_scratch(0), std::size_t(shape.ld_w) * N);
+    ScratchVector Vw(member.team_scratch(0), shape.vectors ? std::size_t(shape.ld_v) * N : 0);
     ScratchVector d(member.team_scratch(0), std::size_t(N));
+    FlagVector flags(member.team_scratch(0), 2);
     StridedMatrix<const Scalar> a = A;
     a.data += b * a_batch_stride;
     OneSidedJacobiOutput<Scalar> out{S + b * s_batch_stride, s_stride, U, V, info + b};
@@ -60,16 +65,51 @@ struct BatchedSmallSvdFunctor {
       out.U.data += b * u_batch_stride;
       out.V.data += b * v_batch_stride;
     }
-    one_sided_jacobi_team(member, a, shape,
-                          OneSidedJacobiScratch<Scalar>{W.data(), Vw.data(), d.data()}, out,
-                          tol, max_sweeps);
+    one_sided_jacobi_team<RowsPerLane>(
+        member, a, shape,
+        OneSidedJacobiScratch<Scalar>{W.data(), Vw.data(), d.data(), flags.data()}, out, tol,
+        max_sweeps);
   }
 };
 
+// The same closure compiled for a fixed number of row blocks per lane.
+template <int RowsPerLane, class ExecSpace, class Scalar>
+BatchedSmallSvdFunctor<ExecSpace, Scalar, RowsPerLane> with_rows_per_lane(
+    const BatchedSmallSvdFunctor<ExecSpace, Scalar, 0>& f) {
+  return {f.A,
+          f.a_batch_stride,
+          f.S,
+          f.s_batch_stride,
+          f.s_stride,
+          f.U,
+          f.V,
+          f.u_batch_stride,
+          f.v_batch_stride,
+          f.info,
+          f.shape,
+          f.tol,
+          f.max_sweeps};
+}
+
+// One team per matrix, one team thread per column pair of a round-robin step
+// (fewer if the backend cannot), `lanes` vector lanes per pair.
+template <class ExecSpace, class Functor>
+void launch_small_svd(const ExecSpace& exec, int batch, int lanes, std::size_t scratch,
+                      const Functor& functor) {
+  Kokkos::TeamPolicy<ExecSpace> probe(exec, batch, 1, lanes);
+  probe.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
+  const int pairs = (functor.shape.cols + 1) / 2;
+  const int team_max = probe.team_size_max(functor, Kokkos::ParallelForTag());
+  const int team = pairs < 1 ? 1 : (pairs < team_max ? pairs : team_max);
+  Kokkos::TeamPolicy<ExecSpace> policy(exec, batch, team, lanes);
+  policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
+  Kokkos::parallel_for("kwsvd::batched_small_svd", policy, functor);
+}
+
 template <class ExecSpace, class AView, class SView, class UView, class VView, class InfoView>
-void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& S,
-                            const UView& U, const VView& V, const InfoView& info,
-                            const SvdOptions& options, bool vectors) {
+void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& S, const UView& U,
+                            const VView& V, const InfoView& info, const SvdOptions& options,
+                            bool vectors) {
   using Scalar = typename SView::non_const_value_type;
   static_assert(Kokkos::is_view<AView>::value && AView::rank == 3,
                 "kwsvd::batched_small_svd: A must be a rank-3 View (batch, m, n)");
@@ -88,14 +128,14 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
                     std::is_same<typename VView::value_type, Scalar>::value,
                 "kwsvd::batched_small_svd: A, S, U and V must share one scalar type and "
                 "S, U, V must not be const");
-  static_assert(Kokkos::SpaceAccessibility<ExecSpace, typename AView::memory_space>::accessible &&
-                    Kokkos::SpaceAccessibility<ExecSpace, typename SView::memory_space>::accessible &&
-                    Kokkos::SpaceAccessibility<ExecSpace, typename UView::memory_space>::accessible &&
-                    Kokkos::SpaceAccessibility<ExecSpace, typename VView::memory_space>::accessible &&
-                    Kokkos::SpaceAccessibility<ExecSpace,
-                                               typename InfoView::memory_space>::accessible,
-                "kwsvd::batched_small_svd: every View must be in a memory space the execution "
-                "space can access");
+  static_assert(
+      Kokkos::SpaceAccessibility<ExecSpace, typename AView::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecSpace, typename SView::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecSpace, typename UView::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecSpace, typename VView::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecSpace, typename InfoView::memory_space>::accessible,
+      "kwsvd::batched_small_svd: every View must be in a memory space the execution "
+      "space can access");
 
   constexpr const char* fn = "kwsvd::batched_small_svd";
   const std::size_t batch = A.extent(0), m = A.extent(1), n = A.extent(2);
@@ -113,68 +153,80 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
                     "(batch, n, min(m, n)) with batch, m, n taken from A");
   }
   if (!(options.tolerance >= 0 && options.tolerance < 1)) {
-    throw_invalid_argument(fn, "options.tolerance",
-                           "must be in [0, 1) (0 selects 30 u), got " +
-                               std::to_string(options.tolerance));
+    throw_invalid_argument(
+        fn, "options.tolerance",
+        "must be in [0, 1) (0 selects 30 u), got " + std::to_string(options.tolerance));
   }
   if (options.max_sweeps < 1) {
     throw_invalid_argument(fn, "options.max_sweeps",
                            "must be at least 1, got " + std::to_string(options.max_sweeps));
   }
   const int lanes_request = options.lanes_per_pair;
-  if (lanes_request != 0 && (lanes_request < 1 || lanes_request > 32 ||
-                             (lanes_request & (lanes_request - 1)) != 0)) {
+  if (lanes_request != 0 &&
+      (lanes_request < 1 || lanes_request > 32 || (lanes_request & (lanes_request - 1)) != 0)) {
     throw_invalid_argument(fn, "options.lanes_per_pair",
                            "must be 0 (automatic) or a power of two from 1 to 32, got " +
                                std::to_string(lanes_request));
   }
-  if (batch == 0) return;
-  if (!small_svd_fits<Scalar, ExecSpace>(int(m), int(n), vectors ? Job::values_and_vectors
-                                                                   : Job::values)) {
+  if (batch == 0)
+    return;
+  if (!small_svd_fits<Scalar, ExecSpace>(int(m), int(n),
+                                         vectors ? Job::values_and_vectors : Job::values)) {
     throw_invalid_argument(
         fn, "A",
         "has shape " + std::to_string(m) + " x " + std::to_string(n) + ", whose working set (" +
-            std::to_string(one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(int(m), int(n),
-                                                                            vectors)) +
+            std::to_string(
+                one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(int(m), int(n), vectors)) +
             " bytes) exceeds the " + std::to_string(team_scratch_bytes_max<ExecSpace>()) +
             " bytes of level-0 team scratch of " + ExecSpace::name() +
             "; check kwsvd::small_svd_fits first");
   }
 
-  const OneSidedJacobiShape shape(int(m), int(n), vectors);
   const Scalar u = std::numeric_limits<Scalar>::epsilon() / 2;
   const Scalar tol = options.tolerance > 0 ? Scalar(options.tolerance) : Scalar(30) * u;
 
-  // alpha x warp per pair (§IV-B-1): the paper's rule from the row count of
-  // the work matrix, or the caller's choice; never more than the backend has.
-  int lanes = lanes_request != 0 ? lanes_request : lanes_per_pair_rule(shape.rows);
-  while (lanes > 1 && lanes > vector_length_max<ExecSpace>()) lanes /= 2;
-  using Functor = BatchedSmallSvdFunctor<ExecSpace, Scalar>;
+  // alpha x warp per pair (§IV-B-1): the caller's choice or the chosen rule,
+  // from the row count of the work matrix; never more than the backend has.
+  const int rows = int(m > n ? m : n);
+  int lanes = lanes_request != 0                     ? lanes_request
+              : options.lanes_rule == LanesRule::gcd ? lanes_per_pair_rule(rows)
+                                                     : lanes_per_pair_measured(rows, long(batch));
+  // The row-block order follows the requested lanes even where the backend
+  // runs fewer (host backends: 1), so host CI exercises the same traversal.
+  const OneSidedJacobiShape shape = plan_one_sided_jacobi<ExecSpace, Scalar>(
+      int(m), int(n), vectors, lanes, std::size_t(team_scratch_bytes_max<ExecSpace>()));
+  while (lanes > 1 && lanes > vector_length_max<ExecSpace>())
+    lanes /= 2;
   const bool any_vectors = vectors && k > 0;
-  const Functor functor{matrix_of<const Scalar>(A, 0),
-                        std::ptrdiff_t(A.stride(0)),
-                        S.data(),
-                        std::ptrdiff_t(S.stride(0)),
-                        std::ptrdiff_t(S.stride(1)),
-                        any_vectors ? matrix_of<Scalar>(U, 0) : StridedMatrix<Scalar>{},
-                        any_vectors ? matrix_of<Scalar>(V, 0) : StridedMatrix<Scalar>{},
-                        any_vectors ? std::ptrdiff_t(U.stride(0)) : 0,
-                        any_vectors ? std::ptrdiff_t(V.stride(0)) : 0,
-                        info.data(),
-                        shape,
-                        tol,
-                        options.max_sweeps};
-  const std::size_t scratch =
-      one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(int(m), int(n), vectors);
-  Kokkos::TeamPolicy<ExecSpace> probe(exec, int(batch), 1, lanes);
-  probe.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
-  // One team thread per column pair of a round-robin step.
-  const int pairs = (shape.cols + 1) / 2;
-  const int team_max = probe.team_size_max(functor, Kokkos::ParallelForTag());
-  const int team = pairs < 1 ? 1 : (pairs < team_max ? pairs : team_max);
-  Kokkos::TeamPolicy<ExecSpace> policy(exec, int(batch), team, lanes);
-  policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
-  Kokkos::parallel_for("kwsvd::batched_small_svd", policy, functor);
+  const BatchedSmallSvdFunctor<ExecSpace, Scalar, 0> general{
+      matrix_of<const Scalar>(A, 0),
+      std::ptrdiff_t(A.stride(0)),
+      S.data(),
+      std::ptrdiff_t(S.stride(0)),
+      std::ptrdiff_t(S.stride(1)),
+      any_vectors ? matrix_of<Scalar>(U, 0) : StridedMatrix<Scalar>{},
+      any_vectors ? matrix_of<Scalar>(V, 0) : StridedMatrix<Scalar>{},
+      any_vectors ? std::ptrdiff_t(U.stride(0)) : 0,
+      any_vectors ? std::ptrdiff_t(V.stride(0)) : 0,
+      info.data(),
+      shape,
+      tol,
+      options.max_sweeps};
+  const std::size_t scratch = one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(shape);
+  switch (shape.rows_per_lane) {
+    case 1:
+      return launch_small_svd(exec, int(batch), lanes, scratch, with_rows_per_lane<1>(general));
+    case 2:
+      return launch_small_svd(exec, int(batch), lanes, scratch, with_rows_per_lane<2>(general));
+    case 4:
+      return launch_small_svd(exec, int(batch), lanes, scratch, with_rows_per_lane<4>(general));
+    case 6:
+      return launch_small_svd(exec, int(batch), lanes, scratch, with_rows_per_lane<6>(general));
+    case 8:
+      return launch_small_svd(exec, int(batch), lanes, scratch, with_rows_per_lane<8>(general));
+    default:
+      return launch_small_svd(exec, int(batch), lanes, scratch, general);
+  }
 }
 
 }  // namespace Impl

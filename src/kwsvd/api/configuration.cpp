@@ -7,7 +7,9 @@
 
 namespace kwsvd {
 
-const char* version() { return KWSVD_VERSION_STRING; }
+const char* version() {
+  return KWSVD_VERSION_STRING;
+}
 
 void print_configuration(std::ostream& out) {
   using Exec = Kokkos::DefaultExecutionSpace;

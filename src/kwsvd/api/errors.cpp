@@ -19,8 +19,7 @@ std::string format_extents(std::initializer_list<std::size_t> extents) {
 
 void throw_invalid_argument(const char* function, const char* argument,
                             const std::string& problem) {
-  throw kwsvd::invalid_argument(std::string(function) + ": argument '" + argument + "' " +
-                                problem);
+  throw kwsvd::invalid_argument(std::string(function) + ": argument '" + argument + "' " + problem);
 }
 
 void require_extents(const char* function, const char* argument,

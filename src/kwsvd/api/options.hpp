@@ -11,6 +11,16 @@ enum class Job {
   values_and_vectors  ///< singular values, U (m x k) and V (n x k), k = min(m, n)
 };
 
+/// How vector lanes per column pair (the W-cycle paper's alpha x warp,
+/// §IV-B-1) are chosen when SvdOptions::lanes_per_pair is 0.
+enum class LanesRule {
+  /// The paper's second method: a decision tree on the largest row count and
+  /// the batch size, fitted to measured runs (the default).
+  measured,
+  /// The paper's first method: max(4, gcd(largest row count, 32)).
+  gcd
+};
+
 /// Settings of a batched SVD call (a plain struct: copy it, change a field).
 struct SvdOptions {
   Job job = Job::values_and_vectors;
@@ -22,17 +32,17 @@ struct SvdOptions {
   /// Sweeps after which a matrix that has not converged is reported as such.
   int max_sweeps = 30;
   /// Vector lanes that orthogonalize one column pair (the W-cycle paper's
-  /// alpha x warp, §IV-B-1): 0 selects the paper's rule from the largest
-  /// row count in the batch; otherwise 1, 2, 4, 8, 16 or 32, clamped to what
-  /// the backend supports.
+  /// alpha x warp, §IV-B-1): 0 selects them by lanes_rule; otherwise 1, 2,
+  /// 4, 8, 16 or 32. Either way clamped to what the backend supports.
   int lanes_per_pair = 0;
+  LanesRule lanes_rule = LanesRule::measured;
 };
 
 /// Per-matrix outcome of a batched SVD.
 struct SvdInfo {
-  int sweeps = 0;          ///< Jacobi sweeps performed (the last one found nothing to rotate)
-  int converged = 0;       ///< 1 if the matrix converged within max_sweeps
-  int nonfinite_input = 0; ///< 1 if the input held NaN or Inf; its outputs are then NaN
+  int sweeps = 0;           ///< Jacobi sweeps performed (the last one found nothing to rotate)
+  int converged = 0;        ///< 1 if the matrix converged within max_sweeps
+  int nonfinite_input = 0;  ///< 1 if the input held NaN or Inf; its outputs are then NaN
 };
 
 }  // namespace kwsvd

@@ -3,6 +3,8 @@
 // Debian's Trilinos 13.2) and current 4.x/5.x. Everything else kwsvd uses is
 // spelled the same in both.
 
+#include <cfloat>
+#include <cmath>
 #include <limits>
 
 #include <Kokkos_Core.hpp>
@@ -26,6 +28,33 @@ KOKKOS_INLINE_FUNCTION Scalar quiet_nan() {
   return std::numeric_limits<Scalar>::quiet_NaN();
 #endif
 }
+
+// Full unrolling of a loop with a compile-time trip count in device code
+// (keeps small per-thread arrays in registers). Host compilers decide alone.
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define KWSVD_UNROLL _Pragma("unroll")
+#else
+#define KWSVD_UNROLL
+#endif
+
+// Floating-point limits usable in device code. std::numeric_limits's member
+// functions are host-only for nvcc without --expt-relaxed-constexpr, and
+// Kokkos' numeric traits differ between 3.4 and 4.x; <cfloat> macros are
+// plain constants everywhere.
+template <class Scalar>
+struct scalar_limits;
+template <>
+struct scalar_limits<double> {
+  static constexpr double epsilon = DBL_EPSILON;  // 2^-52
+  static constexpr double min_normal = DBL_MIN;
+  KOKKOS_INLINE_FUNCTION static double infinity() { return HUGE_VAL; }
+};
+template <>
+struct scalar_limits<float> {
+  static constexpr float epsilon = FLT_EPSILON;  // 2^-23
+  static constexpr float min_normal = FLT_MIN;
+  KOKKOS_INLINE_FUNCTION static float infinity() { return HUGE_VALF; }
+};
 
 // Level-0 team scratch a team may request on ExecSpace, read at run time
 // (about 40 KB on CUDA; never hard-coded).

@@ -21,13 +21,15 @@ namespace kwsvd::Impl {
 /// How a team computes one Gram matrix: rows of A per scratch chunk and the
 /// level-0 scratch bytes it requests. Pure host data, unit-tested on the host.
 struct GramTeamPlan {
-  int chunk_rows = 0;              ///< rows of A held in scratch at a time (>= 1 when m > 0)
-  std::size_t scratch_bytes = 0;   ///< level-0 scratch per team
-  bool fits = false;               ///< false when n is too wide for the scratch limit
+  int chunk_rows = 0;             ///< rows of A held in scratch at a time (>= 1 when m > 0)
+  std::size_t scratch_bytes = 0;  ///< level-0 scratch per team
+  bool fits = false;              ///< false when n is too wide for the scratch limit
 };
 
 /// Number of upper-triangle entries of an n x n symmetric matrix.
-KOKKOS_INLINE_FUNCTION constexpr int triangle_size(int n) { return n * (n + 1) / 2; }
+KOKKOS_INLINE_FUNCTION constexpr int triangle_size(int n) {
+  return n * (n + 1) / 2;
+}
 
 /// Scratch bytes for `count` scalars, with the alignment padding Kokkos adds.
 template <class ExecSpace, class Scalar>
@@ -43,15 +45,19 @@ std::size_t scratch_bytes_for(std::size_t count) {
 template <class ExecSpace, class Scalar>
 GramTeamPlan plan_gram_team(int m, int n, std::size_t scratch_limit) {
   GramTeamPlan plan;
-  if (n < 0 || m < 0) return plan;
+  if (n < 0 || m < 0)
+    return plan;
   const std::size_t acc = scratch_bytes_for<ExecSpace, Scalar>(triangle_size(n));
-  if (acc >= scratch_limit) return plan;
+  if (acc >= scratch_limit)
+    return plan;
   const std::size_t row_bytes = std::size_t(n) * sizeof(Scalar);
   std::size_t rows = row_bytes > 0 ? (scratch_limit - acc) / row_bytes : std::size_t(m);
   rows = rows < std::size_t(m) ? rows : std::size_t(m > 0 ? m : 1);
   // shmem_size adds alignment padding: step back until the request fits.
-  while (rows > 0 && acc + scratch_bytes_for<ExecSpace, Scalar>(rows * n) > scratch_limit) --rows;
-  if (rows == 0) return plan;
+  while (rows > 0 && acc + scratch_bytes_for<ExecSpace, Scalar>(rows * n) > scratch_limit)
+    --rows;
+  if (rows == 0)
+    return plan;
   plan.chunk_rows = static_cast<int>(rows);
   plan.scratch_bytes = acc + scratch_bytes_for<ExecSpace, Scalar>(rows * n);
   plan.fits = true;
@@ -62,8 +68,10 @@ GramTeamPlan plan_gram_team(int m, int n, std::size_t scratch_limit) {
 /// p = j(j+1)/2 + i.
 KOKKOS_INLINE_FUNCTION void triangle_index(int p, int& i, int& j) {
   j = static_cast<int>((kmath::sqrt(8.0 * p + 1.0) - 1.0) / 2.0);
-  while (triangle_size(j + 1) <= p) ++j;  // guard against rounding of the sqrt
-  while (triangle_size(j) > p) --j;
+  while (triangle_size(j + 1) <= p)
+    ++j;  // guard against rounding of the sqrt
+  while (triangle_size(j) > p)
+    --j;
   i = p - triangle_size(j);
 }
 
@@ -72,8 +80,8 @@ KOKKOS_INLINE_FUNCTION void triangle_index(int p, int& i, int& j) {
 /// triangles. Collective over the team; ends with a team barrier.
 template <class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void gram_team(const Member& member, const StridedMatrix<const Scalar>& A,
-                                      const StridedMatrix<Scalar>& B, int chunk_rows,
-                                      Scalar* tile, Scalar* acc) {
+                                      const StridedMatrix<Scalar>& B, int chunk_rows, Scalar* tile,
+                                      Scalar* acc) {
   const int m = A.rows, n = A.cols, npairs = triangle_size(n);
   Kokkos::parallel_for(Kokkos::TeamVectorRange(member, npairs),
                        [&](const int p) { acc[p] = Scalar(0); });

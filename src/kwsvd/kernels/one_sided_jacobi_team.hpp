@@ -25,6 +25,8 @@ namespace kwsvd::Impl {
 
 /// Columns (i, j), i < j, of pair k at step s of a round-robin sweep over
 /// n_even columns (circle method: n_even - 1 rotates around the others).
+/// Written with compares instead of `%`, which costs tens of instructions on
+/// a GPU and runs once per pair per step.
 KOKKOS_INLINE_FUNCTION void round_robin_pair(int n_even, int step, int k, int& i, int& j) {
   const int r = n_even - 1;
   int a, b;
@@ -32,22 +34,41 @@ KOKKOS_INLINE_FUNCTION void round_robin_pair(int n_even, int step, int k, int& i
     a = step;
     b = r;
   } else {
-    a = (step + k) % r;
-    b = (step - k + r) % r;
+    a = step + k;  // step, k < r
+    if (a >= r)
+      a -= r;
+    b = step - k;
+    if (b < 0)
+      b += r;
   }
   i = a < b ? a : b;
   j = a < b ? b : a;
 }
 
-/// Rotation (c, s) that makes columns i and j orthogonal, from their squared
-/// norms d_i, d_j and inner product g (eq. (3)-(4), written as in Golub & Van
-/// Loan §8.5.2): zeta = (d_j - d_i) / (2 g), t = sign(zeta) / (|zeta| +
-/// hypot(1, zeta)), so |t| <= 1 and nothing squares zeta (no overflow).
+/// Tangent t of the rotation that makes columns i and j orthogonal, from
+/// their squared norms d_i, d_j and inner product g (§II-C eq. (3)-(4)).
+/// With zeta = (d_j - d_i) / (2 g) the textbook form is t = sign(zeta) /
+/// (|zeta| + sqrt(1 + zeta^2)) (Golub & Van Loan §8.5.2); multiplying through
+/// by |g| gives t = sign(h) g / (|h| + sqrt(h^2 + g^2)), h = (d_j - d_i) / 2,
+/// one square root and one division, |t| <= 1, and no overflow because the
+/// kernel scales the matrix so that h and g stay below the row count. Only if
+/// h^2 + g^2 underflows (both below ~1e-154 in double) does it fall back to
+/// the scaled form, where squaring zeta is guarded.
 /// The rotation maps [a_i a_j] to [c a_i - s a_j, s a_i + c a_j].
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION Scalar jacobi_tangent(Scalar d_i, Scalar d_j, Scalar g) {
-  const Scalar zeta = (d_j - d_i) / (Scalar(2) * g);
-  const Scalar t = Scalar(1) / (kmath::fabs(zeta) + kmath::hypot(Scalar(1), zeta));
+  const Scalar h = (d_j - d_i) / Scalar(2);
+  const Scalar r2 = h * h + g * g;
+  if (r2 >= scalar_limits<Scalar>::min_normal) {
+    const Scalar t = g / (kmath::fabs(h) + kmath::sqrt(r2));
+    return h < Scalar(0) ? -t : t;
+  }
+  const Scalar zeta = h / g;
+  const Scalar az = kmath::fabs(zeta);
+  // Beyond 1/eps, sqrt(1 + az^2) rounds to az: t = 1 / (2 az) without squaring.
+  const Scalar t = az < Scalar(1) / scalar_limits<Scalar>::epsilon
+                       ? Scalar(1) / (az + kmath::sqrt(Scalar(1) + az * az))
+                       : Scalar(1) / (Scalar(2) * az);
   return zeta < Scalar(0) ? -t : t;
 }
 
@@ -56,7 +77,8 @@ KOKKOS_INLINE_FUNCTION Scalar jacobi_tangent(Scalar d_i, Scalar d_j, Scalar g) {
 /// squared column norms away from overflow and underflow.
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION Scalar power_of_two_scale(Scalar amax) {
-  if (!(amax > Scalar(0)) || !kmath::isfinite(amax)) return Scalar(1);
+  if (!(amax > Scalar(0)) || !kmath::isfinite(amax))
+    return Scalar(1);
   constexpr int max_exp = std::numeric_limits<Scalar>::max_exponent;
   Scalar p = 1, x = amax;
   int e = 0;
@@ -72,62 +94,179 @@ KOKKOS_INLINE_FUNCTION Scalar power_of_two_scale(Scalar amax) {
   return p;
 }
 
-/// Scratch layout of one team: W (M x N, column-major, leading dimension M),
-/// V (N x N, only with vectors), and the N squared column norms.
+/// Scratch layout of one team: W (M x N, column-major, leading dimension
+/// ld_w >= M), V (N x N, leading dimension ld_v >= N, only with vectors), the
+/// N squared column norms and two convergence flags.
+///
+/// Each lane of a pair owns the rows lane + b * row_block, b = 0, 1, ...; the
+/// pair visits its blocks starting at its own block (pair index mod blocks).
+/// With the leading dimensions padded to a multiple of one shared-memory
+/// wavefront (128 bytes), element (r, c) lies in a bank that depends on r
+/// only, so the pairs that share a warp read disjoint banks instead of all
+/// hitting the banks of row block 0 (an up to 8-way conflict).
+///
+/// rows_per_lane > 0 selects the compiled path for that many blocks: W and V
+/// are padded with zero rows up to rows_per_lane * row_block (zeros add
+/// nothing to inner products and rotate into zeros), so the row loops are
+/// fully unrolled with neither bounds tests nor index arithmetic beyond an
+/// add. rows_per_lane = 0 is the general path for any row count.
 struct OneSidedJacobiShape {
-  int m = 0, n = 0;  // the input matrix
-  int rows = 0;      // M = max(m, n): rows of the work matrix W
-  int cols = 0;      // N = min(m, n): columns of W
+  int m = 0, n = 0;         // the input matrix
+  int rows = 0;             // M = max(m, n): rows of the work matrix W
+  int cols = 0;             // N = min(m, n): columns of W
   bool transposed = false;  // W = A^T (m < n)
   bool vectors = true;
+  int ld_w = 0, ld_v = 0;  // leading dimensions in scratch
+  int row_block_log2 = 0;  // row_block = 1 << row_block_log2
+  int rows_per_lane = 0;   // compiled block count, 0: general path
 
   OneSidedJacobiShape() = default;
   KOKKOS_INLINE_FUNCTION OneSidedJacobiShape(int m_, int n_, bool vectors_)
-      : m(m_), n(n_), rows(m_ >= n_ ? m_ : n_), cols(m_ >= n_ ? n_ : m_),
-        transposed(m_ < n_), vectors(vectors_) {}
+      : m(m_),
+        n(n_),
+        rows(m_ >= n_ ? m_ : n_),
+        cols(m_ >= n_ ? n_ : m_),
+        transposed(m_ < n_),
+        vectors(vectors_),
+        ld_w(rows),
+        ld_v(cols) {}
 };
 
-/// Level-0 scratch bytes one team needs for an m x n SVD.
-template <class ExecSpace, class Scalar>
-std::size_t one_sided_jacobi_scratch_bytes(int m, int n, bool vectors) {
-  const OneSidedJacobiShape s(m, n, vectors);
-  return scratch_bytes_for<ExecSpace, Scalar>(std::size_t(s.rows) * s.cols) +
-         (vectors ? scratch_bytes_for<ExecSpace, Scalar>(std::size_t(s.cols) * s.cols) : 0) +
-         scratch_bytes_for<ExecSpace, Scalar>(std::size_t(s.cols));
+/// Block counts with a compiled row loop (the others take the general path).
+KOKKOS_INLINE_FUNCTION constexpr int compiled_rows_per_lane(int blocks) {
+  return blocks <= 1   ? 1
+         : blocks <= 2 ? 2
+         : blocks <= 4 ? 4
+         : blocks <= 6 ? 6
+         : blocks <= 8 ? 8
+                       : 0;
 }
 
-/// The W-cycle paper's rule for vector lanes per column pair (§IV-B-1):
-/// beta = gcd(m*, 32) for the largest row count m*, lanes = max(4, beta).
-inline int lanes_per_pair_rule(int max_rows) {
-  int a = max_rows > 0 ? max_rows : 1, b = 32;
-  while (b != 0) {
-    const int r = a % b;
-    a = b;
-    b = r;
-  }
-  return a > 4 ? a : 4;
+/// Level-0 scratch bytes one team needs for `shape` (with its leading dimensions).
+template <class ExecSpace, class Scalar>
+std::size_t one_sided_jacobi_scratch_bytes(const OneSidedJacobiShape& s) {
+  return scratch_bytes_for<ExecSpace, Scalar>(std::size_t(s.ld_w) * s.cols) +
+         (s.vectors ? scratch_bytes_for<ExecSpace, Scalar>(std::size_t(s.ld_v) * s.cols) : 0) +
+         scratch_bytes_for<ExecSpace, Scalar>(std::size_t(s.cols)) +
+         scratch_bytes_for<ExecSpace, int>(2);
 }
+
+/// Level-0 scratch bytes one team needs at least (unpadded) for an m x n SVD.
+template <class ExecSpace, class Scalar>
+std::size_t one_sided_jacobi_scratch_bytes(int m, int n, bool vectors) {
+  return one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(OneSidedJacobiShape(m, n, vectors));
+}
+
+/// The shape of an m x n SVD run with `lanes` vector lanes per column pair,
+/// the most padded layout that fits `scratch_limit`: the compiled row loop
+/// with 128-byte leading dimensions, else the general loop with them, else
+/// the general loop unpadded (the minimum small_svd_fits checks).
+template <class ExecSpace, class Scalar>
+OneSidedJacobiShape plan_one_sided_jacobi(int m, int n, bool vectors, int lanes,
+                                          std::size_t scratch_limit) {
+  OneSidedJacobiShape s(m, n, vectors);
+  while ((1 << s.row_block_log2) < lanes)
+    ++s.row_block_log2;
+  constexpr int wavefront = int(128 / sizeof(Scalar));
+  auto round_up = [](int x) { return (x + wavefront - 1) / wavefront * wavefront; };
+  const int block = 1 << s.row_block_log2;
+  const int blocks = (s.rows + block - 1) / block;
+  OneSidedJacobiShape compiled = s;
+  compiled.rows_per_lane = compiled_rows_per_lane(blocks);
+  const int padded_rows = compiled.rows_per_lane * block;
+  compiled.ld_w = round_up(s.rows > padded_rows ? s.rows : padded_rows);
+  compiled.ld_v = round_up(s.cols > padded_rows ? s.cols : padded_rows);
+  if (compiled.rows_per_lane > 0 &&
+      one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(compiled) <= scratch_limit)
+    return compiled;
+  OneSidedJacobiShape padded = s;
+  padded.ld_w = round_up(s.rows);
+  padded.ld_v = round_up(s.cols);
+  return one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(padded) <= scratch_limit ? padded : s;
+}
+
+/// Row visited at vector index q (0 <= q < blocks << log2) by a pair whose
+/// traversal starts at row block `first`: block (q >> log2) + first, wrapped,
+/// lane q & (block - 1) within it. The order PairRows walks; a bijection for
+/// every first.
+KOKKOS_INLINE_FUNCTION int staggered_row(int q, int first, int blocks, int log2) {
+  int b = (q >> log2) + first;
+  if (b >= blocks)
+    b -= blocks;
+  return (b << log2) + (q & ((1 << log2) - 1));
+}
+
+/// The rows one pair's lanes visit, in the staggered order: `for_rows(lane,
+/// f)` calls f(r) for every row r of that lane. Used from
+/// ThreadVectorRange(member, 2^log2): on a GPU every lane takes one `lane`;
+/// on a host backend one thread takes them all in turn, visiting the same rows.
+///
+/// Blocks > 0: the compiled path. The block offsets are computed once per
+/// pair and step; rows past the matrix are zero padding, so no bounds test.
+template <int Blocks>
+struct PairRows {
+  int offset[Blocks];
+  KOKKOS_INLINE_FUNCTION PairRows(int first, int /*blocks*/, int log2, int /*rows*/) {
+    KWSVD_UNROLL
+    for (int t = 0; t < Blocks; ++t) {
+      const int b = first + t < Blocks ? first + t : first + t - Blocks;
+      offset[t] = b << log2;
+    }
+  }
+  template <class F>
+  KOKKOS_INLINE_FUNCTION void for_rows(int lane, const F& f) const {
+    KWSVD_UNROLL
+    for (int t = 0; t < Blocks; ++t)
+      f(lane + offset[t]);
+  }
+};
+
+/// Blocks = 0: the general path for any row count, unrolled by four with
+/// bounds tests.
+template <>
+struct PairRows<0> {
+  int first, blocks, log2, rows;
+  KOKKOS_INLINE_FUNCTION PairRows(int first_, int blocks_, int log2_, int rows_)
+      : first(first_), blocks(blocks_), log2(log2_), rows(rows_) {}
+  template <class F>
+  KOKKOS_INLINE_FUNCTION void for_rows(int lane, const F& f) const {
+    int b = first;
+    for (int t0 = 0; t0 < blocks; t0 += 4) {
+      KWSVD_UNROLL
+      for (int u = 0; u < 4; ++u) {
+        const int r = lane + (b << log2);
+        if (t0 + u < blocks && r < rows)
+          f(r);
+        b = b + 1 == blocks ? 0 : b + 1;
+      }
+    }
+  }
+};
 
 /// Work arrays of one team, carved from level-0 scratch by the caller.
 template <class Scalar>
 struct OneSidedJacobiScratch {
-  Scalar* W;     // rows x cols
-  Scalar* V;     // cols x cols (nullptr without vectors)
-  Scalar* norm2; // cols
+  Scalar* W;      // ld_w x cols
+  Scalar* V;      // ld_v x cols (nullptr without vectors)
+  Scalar* norm2;  // cols
+  int* rotated;   // 2 flags: "some pair rotated in this sweep", by sweep parity
 };
 
 /// Results of one team's SVD, written to memory the caller owns.
 template <class Scalar>
 struct OneSidedJacobiOutput {
-  Scalar* S;                  // min(m, n) values, stride s_stride
+  Scalar* S;  // min(m, n) values, stride s_stride
   std::ptrdiff_t s_stride;
-  StridedMatrix<Scalar> U;    // m x k (ignored without vectors)
-  StridedMatrix<Scalar> V;    // n x k (ignored without vectors)
+  StridedMatrix<Scalar> U;  // m x k (ignored without vectors)
+  StridedMatrix<Scalar> V;  // n x k (ignored without vectors)
   SvdInfo* info;
 };
 
 /// The whole SVD of the team's matrix A (m x n). Collective over the team.
-template <class Member, class Scalar>
+/// Expects one team thread per column pair (team size (N + 1) / 2 or fewer:
+/// TeamThreadRange loops over the rest) and shape.row_block vector lanes.
+/// RowsPerLane must equal shape.rows_per_lane (the caller dispatches).
+template <int RowsPerLane, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
                                                   const StridedMatrix<const Scalar>& A,
                                                   const OneSidedJacobiShape& shape,
@@ -135,14 +274,20 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
                                                   const OneSidedJacobiOutput<Scalar>& out,
                                                   Scalar tol, int max_sweeps) {
   const int M = shape.rows, N = shape.cols;
+  const std::size_t ldw = shape.ld_w, ldv = shape.ld_v;
+  const int log2 = shape.row_block_log2;
+  // Row blocks per lane: compiled (W and V zero-padded to that many) or not.
+  const int w_blocks = RowsPerLane > 0 ? RowsPerLane : (M + (1 << log2) - 1) >> log2;
+  const int v_blocks = RowsPerLane > 0 ? RowsPerLane : (N + (1 << log2) - 1) >> log2;
+  using Rows = PairRows<RowsPerLane>;
   Scalar* const W = ws.W;
   Scalar* const V = ws.V;
   Scalar* const d = ws.norm2;
 
-  // 1. Load (transposing when m < n), find the largest magnitude and count
-  //    non-finite entries.
+  // 1. Load (transposing when m < n) and find the largest magnitude in one
+  //    pass; a NaN or Inf entry counts as +Inf, so amax is finite exactly
+  //    when the matrix is.
   Scalar amax = 0;
-  int nonfinite = 0;
   Kokkos::parallel_reduce(
       Kokkos::TeamThreadRange(member, N),
       [&](const int c, Scalar& team_max) {
@@ -151,31 +296,20 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
             Kokkos::ThreadVectorRange(member, M),
             [&](const int r, Scalar& lane_max) {
               const Scalar x = shape.transposed ? A(c, r) : A(r, c);
-              W[r + std::size_t(M) * c] = x;
-              const Scalar ax = kmath::fabs(x);
-              // NaN compares false: it leaves lane_max alone and is counted below.
-              if (ax > lane_max) lane_max = ax;
+              W[r + ldw * c] = x;
+              const Scalar ax =
+                  kmath::isfinite(x) ? kmath::fabs(x) : scalar_limits<Scalar>::infinity();
+              if (ax > lane_max)
+                lane_max = ax;
             },
             Kokkos::Max<Scalar>(col_max));
-        if (col_max > team_max) team_max = col_max;
+        if (col_max > team_max)
+          team_max = col_max;
       },
       Kokkos::Max<Scalar>(amax));
-  Kokkos::parallel_reduce(
-      Kokkos::TeamThreadRange(member, N),
-      [&](const int c, int& count) {
-        int col_count = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(member, M),
-            [&](const int r, int& lane_count) {
-              lane_count += kmath::isfinite(W[r + std::size_t(M) * c]) ? 0 : 1;
-            },
-            col_count);
-        count += col_count;  // every vector lane holds the same col_count
-      },
-      nonfinite);
 
   const int k = N;
-  if (nonfinite > 0) {
+  if (!(amax < scalar_limits<Scalar>::infinity())) {
     // Report and poison this matrix's outputs; the other teams are unaffected.
     const Scalar nan = quiet_nan<Scalar>();
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k),
@@ -197,12 +331,17 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
   // 2. Exact power-of-two scaling (undone on sigma at the end), V = I.
   const Scalar scale = power_of_two_scale(amax);
   member.team_barrier();
-  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, M * N),
-                       [&](const int e) { W[e] *= scale; });
-  if (shape.vectors) {
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, N * N),
-                         [&](const int e) { V[e] = (e % N == e / N) ? Scalar(1) : Scalar(0); });
-  }
+  // The padding rows (M..ld_w of W, N..ld_v of V) are zeroed: the compiled
+  // row loops run over them.
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, int(ldw)), [&](const int r) {
+      W[r + ldw * c] = r < M ? W[r + ldw * c] * scale : Scalar(0);
+    });
+    if (shape.vectors) {
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, int(ldv)),
+                           [&](const int r) { V[r + ldv * c] = r == c ? Scalar(1) : Scalar(0); });
+    }
+  });
   member.team_barrier();
 
   // Exact squared column norms. Inner-product caching (§IV-B-2, eq. 6) updates
@@ -211,82 +350,115 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
   // rotations, and the final sigma always come from exact norms.
   auto exact_norms = [&]() {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
-      const Scalar* w = W + std::size_t(M) * c;
+      const Scalar* w = W + ldw * c;
+      const Rows rows(c % w_blocks, w_blocks, log2, M);
       Scalar sum = 0;
       Kokkos::parallel_reduce(
-          Kokkos::ThreadVectorRange(member, M), [&](const int r, Scalar& acc) { acc += w[r] * w[r]; },
+          Kokkos::ThreadVectorRange(member, 1 << log2),
+          [&](const int lane, Scalar& acc) {
+            rows.for_rows(lane, [&](const int r) { acc += w[r] * w[r]; });
+          },
           sum);
       Kokkos::single(Kokkos::PerThread(member), [&]() { d[c] = sum; });
     });
-    member.team_barrier();
   };
 
-  // 3. Sweeps of round-robin steps until a sweep rotates nothing.
+  // 3. Sweeps of round-robin steps until a sweep rotates nothing. Rotating
+  //    pairs raise this sweep's flag (a benign race: every writer stores 1)
+  //    instead of a team reduction per step, so a step costs one barrier. The
+  //    flags alternate with the sweep's parity so that clearing the next
+  //    sweep's flag never races with reading this one's.
   const int n_even = N + (N & 1);
   const int npairs = n_even / 2;
+  const Scalar tiny = scalar_limits<Scalar>::min_normal;
+  const Scalar didj_floor = tiny / (tol * tol);  // above it tol^2 d_i d_j is normal
   int sweeps = 0;
   bool converged = N < 2;
   while (!converged && sweeps < max_sweeps) {
+    int* const flag = ws.rotated + (sweeps & 1);
     ++sweeps;
+    Kokkos::single(Kokkos::PerTeam(member), [&]() { *flag = 0; });
     exact_norms();
-    int rotations = 0;
+    member.team_barrier();
     for (int step = 0; step < n_even - 1; ++step) {
-      int step_rotations = 0;
-      Kokkos::parallel_reduce(
-          Kokkos::TeamThreadRange(member, npairs),
-          [&](const int pair, int& count) {
-            int i, j;
-            round_robin_pair(n_even, step, pair, i, j);
-            if (j >= N) return;  // the phantom column of odd N
-            Scalar* wi = W + std::size_t(M) * i;
-            Scalar* wj = W + std::size_t(M) * j;
-            // Read before the lanes' reduction, which orders them before the
-            // norm update below.
-            const Scalar di = d[i], dj = d[j];
-            // Only a_i^T a_j is computed: the norms are cached (eq. 6).
-            Scalar g = 0;
-            Kokkos::parallel_reduce(
-                Kokkos::ThreadVectorRange(member, M),
-                [&](const int r, Scalar& acc) { acc += wi[r] * wj[r]; }, g);
-            if (!(kmath::fabs(g) > tol * kmath::sqrt(di) * kmath::sqrt(dj))) return;
-            const Scalar t = jacobi_tangent(di, dj, g);
-            const Scalar c = Scalar(1) / kmath::sqrt(Scalar(1) + t * t);
-            const Scalar s = t * c;
-            Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M), [&](const int r) {
-              const Scalar x = wi[r], y = wj[r];
-              wi[r] = c * x - s * y;
-              wj[r] = s * x + c * y;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, npairs), [&](const int pair) {
+        int i, j;
+        round_robin_pair(n_even, step, pair, i, j);
+        if (j >= N)
+          return;  // the phantom column of odd N
+        Scalar* wi = W + ldw * i;
+        Scalar* wj = W + ldw * j;
+        // Consecutive pairs of a warp start at consecutive row blocks.
+        int first = pair;
+        while (first >= w_blocks)
+          first -= w_blocks;
+        const Rows wrows(first, w_blocks, log2, M);
+        // Read before the lanes' reduction, which orders them before the
+        // norm update below.
+        const Scalar di = d[i], dj = d[j];
+        // Only a_i^T a_j is computed: the norms are cached (eq. 6).
+        Scalar g = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(member, 1 << log2),
+            [&](const int lane, Scalar& acc) {
+              wrows.for_rows(lane, [&](const int r) { acc += wi[r] * wj[r]; });
+            },
+            g);
+        // Rotate when |g| > tol ||a_i|| ||a_j||, compared squared (no square
+        // root) unless tol^2 d_i d_j could underflow; the scaling keeps d_i,
+        // d_j and g below the row count, so nothing overflows.
+        const Scalar didj = di * dj;
+        const bool rotate = didj > didj_floor
+                                ? g * g > tol * tol * didj
+                                : kmath::fabs(g) > tol * kmath::sqrt(di) * kmath::sqrt(dj);
+        if (!rotate)
+          return;
+        const Scalar t = jacobi_tangent(di, dj, g);
+        const Scalar c = Scalar(1) / kmath::sqrt(Scalar(1) + t * t);
+        const Scalar s = t * c;
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 1 << log2), [&](const int lane) {
+          wrows.for_rows(lane, [&](const int r) {
+            const Scalar x = wi[r], y = wj[r];
+            wi[r] = c * x - s * y;
+            wj[r] = s * x + c * y;
+          });
+        });
+        if (shape.vectors) {
+          Scalar* vi = V + ldv * i;
+          Scalar* vj = V + ldv * j;
+          int vfirst = pair;
+          while (vfirst >= v_blocks)
+            vfirst -= v_blocks;
+          const Rows vrows(vfirst, v_blocks, log2, N);
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 1 << log2), [&](const int lane) {
+            vrows.for_rows(lane, [&](const int r) {
+              const Scalar x = vi[r], y = vj[r];
+              vi[r] = c * x - s * y;
+              vj[r] = s * x + c * y;
             });
-            if (shape.vectors) {
-              Scalar* vi = V + std::size_t(N) * i;
-              Scalar* vj = V + std::size_t(N) * j;
-              Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N), [&](const int r) {
-                const Scalar x = vi[r], y = vj[r];
-                vi[r] = c * x - s * y;
-                vj[r] = s * x + c * y;
-              });
-            }
-            // eq. (6) with the orthogonality condition folded in: the updated
-            // squared norms are d_i - t g and d_j + t g (no cancellation).
-            Kokkos::single(Kokkos::PerThread(member), [&]() {
-              d[i] = di - t * g;
-              d[j] = dj + t * g;
-            });
-            count += 1;  // on every vector lane, as Kokkos team reductions expect
-          },
-          step_rotations);
+          });
+        }
+        // eq. (6) with the orthogonality condition folded in: the updated
+        // squared norms are d_i - t g and d_j + t g (no cancellation).
+        Kokkos::single(Kokkos::PerThread(member), [&]() {
+          d[i] = di - t * g;
+          d[j] = dj + t * g;
+          *flag = 1;
+        });
+      });
       member.team_barrier();
-      rotations += step_rotations;
     }
-    converged = rotations == 0;
+    converged = *flag == 0;
   }
   exact_norms();
+  member.team_barrier();
 
   // 4. sigma_c = ||w_c||; rank of column c in descending order (ties by index).
   const Scalar unscale = Scalar(1) / scale;
   auto rank_of = [&](const int c) {
     int rank = 0;
-    for (int l = 0; l < N; ++l) rank += (d[l] > d[c] || (d[l] == d[c] && l < c)) ? 1 : 0;
+    for (int l = 0; l < N; ++l)
+      rank += (d[l] > d[c] || (d[l] == d[c] && l < c)) ? 1 : 0;
     return rank;
   };
   Kokkos::parallel_for(Kokkos::TeamVectorRange(member, N), [&](const int c) {
@@ -295,9 +467,12 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
 
   if (shape.vectors) {
     // Normalize: W becomes the left singular vectors of the work matrix.
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, M * N), [&](const int e) {
-      const Scalar sigma = kmath::sqrt(d[e / M]);
-      if (sigma > Scalar(0)) W[e] /= sigma;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
+      const Scalar sigma = kmath::sqrt(d[c]);
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M), [&](const int r) {
+        if (sigma > Scalar(0))
+          W[r + ldw * c] /= sigma;
+      });
     });
     member.team_barrier();
     // Columns with sigma = 0 (exact rank deficiency) get an orthonormal
@@ -306,48 +481,56 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
     // thread rather than complicating the common path.
     Kokkos::single(Kokkos::PerTeam(member), [&]() {
       for (int c = 0; c < N; ++c) {
-        if (d[c] > Scalar(0)) continue;
+        if (d[c] > Scalar(0))
+          continue;
         auto kept = [&](int l) { return l != c && (d[l] > Scalar(0) || l < c); };
         int best_row = 0;
         Scalar best_cover = 2;
         for (int r = 0; r < M; ++r) {
           Scalar cover = 0;
           for (int l = 0; l < N; ++l)
-            if (kept(l)) cover += W[r + std::size_t(M) * l] * W[r + std::size_t(M) * l];
+            if (kept(l))
+              cover += W[r + ldw * l] * W[r + ldw * l];
           if (cover < best_cover) {
             best_cover = cover;
             best_row = r;
           }
         }
-        Scalar* x = W + std::size_t(M) * c;
-        for (int r = 0; r < M; ++r) x[r] = r == best_row ? Scalar(1) : Scalar(0);
+        Scalar* x = W + ldw * c;
+        for (int r = 0; r < M; ++r)
+          x[r] = r == best_row ? Scalar(1) : Scalar(0);
         for (int pass = 0; pass < 2; ++pass) {
           for (int l = 0; l < N; ++l) {
-            if (!kept(l)) continue;
-            const Scalar* u = W + std::size_t(M) * l;
+            if (!kept(l))
+              continue;
+            const Scalar* u = W + ldw * l;
             Scalar dot = 0;
-            for (int r = 0; r < M; ++r) dot += u[r] * x[r];
-            for (int r = 0; r < M; ++r) x[r] -= dot * u[r];
+            for (int r = 0; r < M; ++r)
+              dot += u[r] * x[r];
+            for (int r = 0; r < M; ++r)
+              x[r] -= dot * u[r];
           }
         }
         Scalar nrm2 = 0;
-        for (int r = 0; r < M; ++r) nrm2 += x[r] * x[r];
+        for (int r = 0; r < M; ++r)
+          nrm2 += x[r] * x[r];
         const Scalar inv = Scalar(1) / kmath::sqrt(nrm2);
-        for (int r = 0; r < M; ++r) x[r] *= inv;
+        for (int r = 0; r < M; ++r)
+          x[r] *= inv;
       }
     });
     member.team_barrier();
     // W holds U (or V when transposed), V holds V (or U), both M x N / N x N.
-    const StridedMatrix<Scalar>& long_side = shape.transposed ? out.V : out.U;
-    const StridedMatrix<Scalar>& short_side = shape.transposed ? out.U : out.V;
+    // Copies, not references: a reference chosen at run time would put the
+    // output descriptors in local memory.
+    const StridedMatrix<Scalar> long_side = shape.transposed ? out.V : out.U;
+    const StridedMatrix<Scalar> short_side = shape.transposed ? out.U : out.V;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
       const int rank = rank_of(c);
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M), [&](const int r) {
-        long_side(r, rank) = W[r + std::size_t(M) * c];
-      });
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N), [&](const int r) {
-        short_side(r, rank) = V[r + std::size_t(N) * c];
-      });
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M),
+                           [&](const int r) { long_side(r, rank) = W[r + ldw * c]; });
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N),
+                           [&](const int r) { short_side(r, rank) = V[r + ldv * c]; });
     });
   }
   Kokkos::single(Kokkos::PerTeam(member), [&]() {
