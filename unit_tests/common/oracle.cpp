@@ -37,7 +37,25 @@ lapack_int gesvd(int m, int n, double* a, double* s, double* superb) {
   return LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'N', 'N', m, n, a, m, s, nullptr, 1, nullptr, 1, superb);
 }
 
+lapack_int syev(int n, float* a, float* w) {
+  return LAPACKE_ssyev(LAPACK_COL_MAJOR, 'N', 'U', n, a, n, w);
+}
+lapack_int syev(int n, double* a, double* w) {
+  return LAPACKE_dsyev(LAPACK_COL_MAJOR, 'N', 'U', n, a, n, w);
+}
+
 }  // namespace
+
+template <class T>
+std::vector<T> lapack_symmetric_eigenvalues(std::vector<T> a, int n) {
+  std::vector<T> w(n);
+  if (n == 0)
+    return w;
+  const lapack_int info = syev(n, a.data(), w.data());
+  if (info != 0)
+    throw std::runtime_error("LAPACKE syev failed, info " + std::to_string(info));
+  return w;
+}
 
 template <class T>
 std::vector<T> random_matrix(int m, int n, std::uint64_t seed) {
@@ -197,6 +215,7 @@ double gamma(int k) {
   template std::vector<T> blas_gram<T>(const std::vector<T>&, int, int);                   \
   template std::vector<double> abs_gram<T>(const std::vector<T>&, int, int);               \
   template std::vector<T> lapack_singular_values<T>(std::vector<T>, int, int);             \
+  template std::vector<T> lapack_symmetric_eigenvalues<T>(std::vector<T>, int);            \
   template double gamma<T>(int);                                                           \
   template std::vector<T> matrix_with_spectrum<T>(int, int, const std::vector<double>&,    \
                                                   std::uint64_t);                          \

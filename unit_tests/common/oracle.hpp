@@ -27,6 +27,10 @@ std::vector<double> abs_gram(const std::vector<T>& a, int m, int n);
 template <class T>
 std::vector<T> lapack_singular_values(std::vector<T> a, int m, int n);
 
+/// Eigenvalues (ascending) of a symmetric n x n matrix (upper triangle) by LAPACKE ?syev.
+template <class T>
+std::vector<T> lapack_symmetric_eigenvalues(std::vector<T> a, int n);
+
 /// gamma_k = k u / (1 - k u), u the unit roundoff of T.
 template <class T>
 double gamma(int k);

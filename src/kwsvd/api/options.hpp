@@ -38,11 +38,37 @@ struct SvdOptions {
   LanesRule lanes_rule = LanesRule::measured;
 };
 
+/// Order of the eigenvalues (and eigenvector columns) of an EVD.
+enum class EigenOrder {
+  descending,  ///< largest first, like singular values (the default)
+  ascending,   ///< smallest first, like LAPACK ?syev
+  unsorted     ///< as the Jacobi iteration leaves them
+};
+
+/// Settings of a batched symmetric EVD call (batched_gram_evd).
+struct EvdOptions {
+  /// Relative off-diagonal threshold: pair (i, j) is rotated while |b_ij| >
+  /// tolerance * sqrt(|b_ii b_jj|) (and |b_ij| is above rounding level, u
+  /// max|b|). 0 selects 30 u, as for the SVD.
+  double tolerance = 0;
+  /// Sweeps after which a matrix that has not converged is reported as such.
+  int max_sweeps = 30;
+  /// 0: run to convergence. s > 0: run exactly s sweeps (the W-cycle's outer
+  /// iteration uses one, seed 002 Design-2), stopping earlier only when a
+  /// sweep finds nothing to rotate.
+  int sweeps = 0;
+  EigenOrder order = EigenOrder::descending;
+};
+
 /// Per-matrix outcome of a batched SVD.
 struct SvdInfo {
   int sweeps = 0;           ///< Jacobi sweeps performed (the last one found nothing to rotate)
   int converged = 0;        ///< 1 if the matrix converged within max_sweeps
   int nonfinite_input = 0;  ///< 1 if the input held NaN or Inf; its outputs are then NaN
 };
+
+/// Per-matrix outcome of a batched EVD: the same fields as for the SVD
+/// (converged is 0 after `sweeps` fixed sweeps that still rotated).
+using EvdInfo = SvdInfo;
 
 }  // namespace kwsvd

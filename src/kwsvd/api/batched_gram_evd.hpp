@@ -1,0 +1,187 @@
+#pragma once
+// kwsvd::batched_gram_evd: eigenvalues and eigenvectors of every symmetric
+// matrix of a batch whose EVD fits in one team's level-0 scratch, one team per
+// matrix (the W-cycle's EVD of Gram blocks, §IV-C).
+
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "kwsvd/api/errors.hpp"
+#include "kwsvd/api/options.hpp"
+#include "kwsvd/kernels/gram_evd_team.hpp"
+
+namespace kwsvd {
+
+/// True when an n x n EVD fits in the run-time level-0 team scratch of
+/// ExecSpace, i.e. batched_gram_evd accepts it.
+template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
+bool gram_evd_fits(int n) {
+  if (n < 0)
+    return false;
+  return Impl::gram_evd_scratch_bytes<ExecSpace, Scalar>(n) <=
+         std::size_t(Impl::team_scratch_bytes_max<ExecSpace>());
+}
+
+namespace Impl {
+
+// Pointers and strides only, like the SVD closure (see batched_small_svd.hpp).
+template <class ExecSpace, class Scalar>
+struct BatchedGramEvdFunctor {
+  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  template <class T>
+  using ScratchVector = Kokkos::View<T*, typename ExecSpace::scratch_memory_space,
+                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  StridedMatrix<const Scalar> B;  // matrix 0; matrix b starts b_batch_stride later
+  std::ptrdiff_t b_batch_stride;
+  Scalar* lambda;
+  std::ptrdiff_t lambda_batch_stride, lambda_stride;
+  StridedMatrix<Scalar> J;
+  std::ptrdiff_t j_batch_stride;
+  SvdInfo* info;
+  int n;
+  GramEvdControl<Scalar> control;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const int b = member.league_rank();
+    const std::size_t ne = std::size_t(n + (n & 1)), pairs = ne / 2;
+    // Carved exactly as gram_evd_scratch_bytes sized them.
+    ScratchVector<Scalar> Bs(member.team_scratch(0), ne * ne);
+    ScratchVector<Scalar> Js(member.team_scratch(0), ne * ne);
+    ScratchVector<Scalar> c(member.team_scratch(0), pairs);
+    ScratchVector<Scalar> s(member.team_scratch(0), pairs);
+    ScratchVector<Scalar> t(member.team_scratch(0), pairs);
+    ScratchVector<int> ints(member.team_scratch(0), 2 * pairs + 2);
+    StridedMatrix<const Scalar> a = B;
+    a.data += b * b_batch_stride;
+    StridedMatrix<Scalar> j = J;
+    j.data += b * j_batch_stride;
+    gram_evd_team(
+        member, a, n,
+        GramEvdScratch<Scalar>{Bs.data(), Js.data(), c.data(), s.data(), t.data(), ints.data(),
+                               ints.data() + 2 * pairs},
+        GramEvdOutput<Scalar>{lambda + b * lambda_batch_stride, lambda_stride, j, info + b},
+        control);
+  }
+};
+
+}  // namespace Impl
+
+/// Eigen-decomposition B(b) = J(b) diag(lambda(b)) J(b)^T of every symmetric
+/// matrix of a batch by the parallel two-sided Jacobi method (W-cycle paper
+/// §IV-C), one team per matrix with B and J in level-0 team scratch.
+///
+/// B: rank-3 View (batch, n, n), float or double, any layout; only its upper
+/// triangle is read and it is left unchanged.
+/// lambda: (batch, n) eigenvalues in options.order (descending by default).
+/// J: (batch, n, n) orthonormal eigenvectors, column l for lambda(b, l).
+/// info: (batch) kwsvd::EvdInfo: sweeps, converged, non-finite input (such a
+/// matrix gets NaN outputs; the others are unaffected).
+/// Every View must be accessible from `exec`; the call is asynchronous.
+///
+/// Throws kwsvd::invalid_argument naming the argument when extents, options or
+/// the size are unusable; gram_evd_fits<Scalar, ExecSpace>(n) tells
+/// beforehand whether n fits the run-time scratch limit.
+template <class ExecSpace, class BView, class LambdaView, class JView, class InfoView>
+void batched_gram_evd(const ExecSpace& exec, const BView& B, const LambdaView& lambda,
+                      const JView& J, const InfoView& info, const EvdOptions& options = {}) {
+  using Scalar = typename LambdaView::non_const_value_type;
+  static_assert(Kokkos::is_view<BView>::value && BView::rank == 3,
+                "kwsvd::batched_gram_evd: B must be a rank-3 View (batch, n, n)");
+  static_assert(Kokkos::is_view<LambdaView>::value && LambdaView::rank == 2,
+                "kwsvd::batched_gram_evd: lambda must be a rank-2 View (batch, n)");
+  static_assert(Kokkos::is_view<JView>::value && JView::rank == 3,
+                "kwsvd::batched_gram_evd: J must be a rank-3 View (batch, n, n)");
+  static_assert(Kokkos::is_view<InfoView>::value && InfoView::rank == 1 &&
+                    std::is_same<typename InfoView::value_type, EvdInfo>::value,
+                "kwsvd::batched_gram_evd: info must be a rank-1 View of kwsvd::EvdInfo");
+  static_assert(std::is_floating_point<Scalar>::value,
+                "kwsvd::batched_gram_evd: the scalar type must be float or double");
+  static_assert(std::is_same<typename BView::non_const_value_type, Scalar>::value &&
+                    std::is_same<typename LambdaView::value_type, Scalar>::value &&
+                    std::is_same<typename JView::value_type, Scalar>::value,
+                "kwsvd::batched_gram_evd: B, lambda and J must share one scalar type and "
+                "lambda, J must not be const");
+  static_assert(
+      Kokkos::SpaceAccessibility<ExecSpace, typename BView::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecSpace, typename LambdaView::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecSpace, typename JView::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecSpace, typename InfoView::memory_space>::accessible,
+      "kwsvd::batched_gram_evd: every View must be in a memory space the execution space can "
+      "access");
+
+  constexpr const char* fn = "kwsvd::batched_gram_evd";
+  const std::size_t batch = B.extent(0), n = B.extent(1);
+  if (B.extent(2) != n) {
+    Impl::throw_invalid_argument(
+        fn, "B",
+        "must hold square matrices, got extents " + Impl::format_extents({batch, n, B.extent(2)}));
+  }
+  if (batch > std::size_t(1) << 30 || n > std::size_t(1) << 15) {
+    Impl::throw_invalid_argument(fn, "B",
+                                 "is too large: extents " + Impl::format_extents({batch, n, n}));
+  }
+  Impl::require_extents(fn, "lambda", {lambda.extent(0), lambda.extent(1)}, {batch, n},
+                        "(batch, n) with batch, n taken from B");
+  Impl::require_extents(fn, "J", {J.extent(0), J.extent(1), J.extent(2)}, {batch, n, n},
+                        "(batch, n, n) with batch, n taken from B");
+  Impl::require_extents(fn, "info", {info.extent(0)}, {batch}, "(batch) with batch taken from B");
+  if (!(options.tolerance >= 0 && options.tolerance < 1)) {
+    Impl::throw_invalid_argument(
+        fn, "options.tolerance",
+        "must be in [0, 1) (0 selects 30 u), got " + std::to_string(options.tolerance));
+  }
+  if (options.max_sweeps < 1) {
+    Impl::throw_invalid_argument(fn, "options.max_sweeps",
+                                 "must be at least 1, got " + std::to_string(options.max_sweeps));
+  }
+  if (options.sweeps < 0) {
+    Impl::throw_invalid_argument(fn, "options.sweeps",
+                                 "must be 0 (run to convergence) or a positive sweep count, got " +
+                                     std::to_string(options.sweeps));
+  }
+  if (batch == 0 || n == 0)
+    return;
+  if (!gram_evd_fits<Scalar, ExecSpace>(int(n))) {
+    Impl::throw_invalid_argument(
+        fn, "B",
+        "has n = " + std::to_string(n) + ", whose working set (" +
+            std::to_string(Impl::gram_evd_scratch_bytes<ExecSpace, Scalar>(int(n))) +
+            " bytes) exceeds the " + std::to_string(Impl::team_scratch_bytes_max<ExecSpace>()) +
+            " bytes of level-0 team scratch of " + ExecSpace::name() +
+            "; check kwsvd::gram_evd_fits first");
+  }
+
+  const Scalar u = std::numeric_limits<Scalar>::epsilon() / 2;
+  const Scalar tol = options.tolerance > 0 ? Scalar(options.tolerance) : Scalar(30) * u;
+  using Functor = Impl::BatchedGramEvdFunctor<ExecSpace, Scalar>;
+  const Functor functor{
+      Impl::matrix_of<const Scalar>(B, 0),
+      std::ptrdiff_t(B.stride(0)),
+      lambda.data(),
+      std::ptrdiff_t(lambda.stride(0)),
+      std::ptrdiff_t(lambda.stride(1)),
+      Impl::matrix_of<Scalar>(J, 0),
+      std::ptrdiff_t(J.stride(0)),
+      info.data(),
+      int(n),
+      Impl::GramEvdControl<Scalar>{tol, options.max_sweeps, options.sweeps, options.order}};
+  const std::size_t scratch = Impl::gram_evd_scratch_bytes<ExecSpace, Scalar>(int(n));
+  // One team thread per pair; vector lanes so that a team has about 128
+  // threads for the block update, which has w (w + 1) / 2 + w n work items.
+  const int pairs = int(n + 1) / 2;
+  int lanes = 1;
+  while (lanes < 32 && lanes * pairs < 128)
+    lanes *= 2;
+  while (lanes > 1 && lanes > Impl::vector_length_max<ExecSpace>())
+    lanes /= 2;
+  Kokkos::TeamPolicy<ExecSpace> probe(exec, int(batch), 1, lanes);
+  probe.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
+  const int team_max = probe.team_size_max(functor, Kokkos::ParallelForTag());
+  const int team = pairs < team_max ? pairs : team_max;
+  Kokkos::TeamPolicy<ExecSpace> policy(exec, int(batch), team, lanes);
+  policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
+  Kokkos::parallel_for("kwsvd::batched_gram_evd", policy, functor);
+}
+
+}  // namespace kwsvd

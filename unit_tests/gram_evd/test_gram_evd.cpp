@@ -1,0 +1,331 @@
+// kwsvd::batched_gram_evd (the parallel two-sided Jacobi EVD team kernel)
+// against LAPACKE ?syev: eigenvalues, residual ||B J - J Lambda||, orthogonality.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common/oracle.hpp"
+#include "kwsvd/kwsvd.hpp"
+
+namespace {
+
+using Exec = Kokkos::DefaultExecutionSpace;
+
+template <class T, class L>
+struct Case {
+  using Scalar = T;
+  using Layout = L;
+};
+
+template <class T>
+struct EvdResult {
+  std::vector<std::vector<T>> lambda, J;  // per matrix; J column-major n x n
+  std::vector<kwsvd::EvdInfo> info;
+};
+
+// Symmetric n x n column-major from a random matrix: (X + X^T) / 2.
+template <class T>
+std::vector<T> random_symmetric(int n, std::uint64_t seed) {
+  const auto x = kwsvd::test::random_matrix<double>(n, n, seed);
+  std::vector<T> b(std::size_t(n) * n);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < n; ++i)
+      b[i + std::size_t(n) * j] = T((x[i + std::size_t(n) * j] + x[j + std::size_t(n) * i]) / 2);
+  return b;
+}
+
+// Q diag(d) Q^T with a random orthogonal Q (computed in double).
+template <class T>
+std::vector<T> symmetric_with_eigenvalues(const std::vector<double>& d, std::uint64_t seed) {
+  const int n = int(d.size());
+  const auto q = kwsvd::test::random_orthogonal(n, seed);
+  std::vector<T> b(std::size_t(n) * n);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < n; ++i) {
+      double sum = 0;
+      for (int l = 0; l < n; ++l)
+        sum += q[i + std::size_t(n) * l] * d[l] * q[j + std::size_t(n) * l];
+      b[i + std::size_t(n) * j] = T(sum);
+    }
+  return b;
+}
+
+template <class C>
+class GramEvd : public ::testing::Test {
+ public:
+  using TestScalar = typename C::Scalar;
+  using TestLayout = typename C::Layout;
+
+  static double u() { return std::numeric_limits<TestScalar>::epsilon() / 2; }
+
+  EvdResult<TestScalar> run(const std::vector<std::vector<TestScalar>>& mats, int n,
+                            kwsvd::EvdOptions opt = {}) {
+    const int batch = int(mats.size());
+    auto B = kwsvd::test::to_device<TestScalar, TestLayout>(mats, n, n);
+    Kokkos::View<TestScalar**, TestLayout> lambda("lambda", batch, n);
+    Kokkos::View<TestScalar***, TestLayout> J("J", batch, n, n);
+    Kokkos::View<kwsvd::EvdInfo*> info("info", batch);
+    const TestScalar nan = std::numeric_limits<TestScalar>::quiet_NaN();
+    kwsvd::test::fill(lambda, nan);
+    kwsvd::test::fill(J, nan);
+    kwsvd::batched_gram_evd(Exec(), B, lambda, J, info, opt);
+    auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), lambda);
+    auto hj = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), J);
+    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+    auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), B);
+    EvdResult<TestScalar> r;
+    for (int b = 0; b < batch; ++b) {
+      std::vector<TestScalar> l(n), j(std::size_t(n) * n);
+      for (int c = 0; c < n; ++c) {
+        l[c] = hl(b, c);
+        for (int i = 0; i < n; ++i)
+          j[i + std::size_t(n) * c] = hj(b, i, c);
+      }
+      for (int c = 0; c < n; ++c)
+        for (int i = 0; i < n; ++i) {
+          const TestScalar x = hb(b, i, c), y = mats[b][i + std::size_t(n) * c];
+          EXPECT_TRUE(x == y || (std::isnan(x) && std::isnan(y))) << "B was modified";
+        }
+      r.lambda.push_back(l);
+      r.J.push_back(j);
+      r.info.push_back(hi(b));
+    }
+    return r;
+  }
+
+  // Eigenvalues against syev, residual and orthogonality, all relative to
+  // ||B||_F and bounded by c n u (two-sided Jacobi is backward stable).
+  void expect_accurate(const std::vector<TestScalar>& a, int n,
+                       const std::vector<TestScalar>& lambda, const std::vector<TestScalar>& J,
+                       kwsvd::EigenOrder order, const std::string& what) {
+    double nrm = 0;
+    for (TestScalar x : a)
+      nrm += double(x) * x;
+    nrm = std::sqrt(nrm);
+    const double bound = 20.0 * n * u() * (nrm > 0 ? nrm : 1);
+    auto ref = kwsvd::test::lapack_symmetric_eigenvalues(a, n);  // ascending
+    if (order == kwsvd::EigenOrder::descending)
+      std::reverse(ref.begin(), ref.end());
+    for (int l = 0; l < n; ++l)
+      EXPECT_NEAR(double(lambda[l]), double(ref[l]), bound) << what << " eigenvalue " << l;
+    double res = 0, orth = 0;
+    for (int c = 0; c < n; ++c) {
+      for (int i = 0; i < n; ++i) {
+        double bj = 0;
+        for (int k = 0; k < n; ++k)
+          bj += double(a[i + std::size_t(n) * k]) * J[k + std::size_t(n) * c];
+        const double r = bj - double(J[i + std::size_t(n) * c]) * lambda[c];
+        res += r * r;
+      }
+      for (int d = 0; d < n; ++d) {
+        double dot = 0;
+        for (int k = 0; k < n; ++k)
+          dot += double(J[k + std::size_t(n) * c]) * J[k + std::size_t(n) * d];
+        orth += (dot - (c == d)) * (dot - (c == d));
+      }
+    }
+    EXPECT_LE(std::sqrt(res), bound) << what << " residual";
+    EXPECT_LE(std::sqrt(orth), 20.0 * n * u()) << what << " orthogonality";
+  }
+};
+
+using Cases = ::testing::Types<Case<double, Kokkos::LayoutLeft>, Case<double, Kokkos::LayoutRight>,
+                               Case<float, Kokkos::LayoutLeft>, Case<float, Kokkos::LayoutRight>>;
+TYPED_TEST_SUITE(GramEvd, Cases);
+
+TYPED_TEST(GramEvd, RandomSymmetricMatchesLapack) {
+  using T = typename TestFixture::TestScalar;
+  for (int n : {1, 2, 7, 16, 32}) {
+    std::vector<std::vector<T>> mats;
+    for (int b = 0; b < 3; ++b)
+      mats.push_back(random_symmetric<T>(n, 100 + 7 * b + n));
+    for (auto order : {kwsvd::EigenOrder::descending, kwsvd::EigenOrder::ascending}) {
+      kwsvd::EvdOptions opt;
+      opt.order = order;
+      const auto r = this->run(mats, n, opt);
+      for (int b = 0; b < 3; ++b) {
+        EXPECT_EQ(r.info[b].converged, 1) << "n " << n;
+        EXPECT_EQ(r.info[b].nonfinite_input, 0);
+        this->expect_accurate(mats[b], n, r.lambda[b], r.J[b], order, "n " + std::to_string(n));
+      }
+    }
+  }
+}
+
+TYPED_TEST(GramEvd, GramOfIllConditionedMatrix) {
+  using T = typename TestFixture::TestScalar;
+  // B = A^T A with kappa(A) = 1e5 (double) / 1e2 (float): kappa(B) = kappa(A)^2.
+  const double kappa = std::is_same<T, double>::value ? 1e5 : 1e2;
+  const int m = 40, n = 24;
+  for (const char* name : {"arith", "geo", "logrand", "cluster0", "cluster1"}) {
+    const auto sigma = kwsvd::test::spectrum(name, n, kappa, 5);
+    const auto a = kwsvd::test::matrix_with_spectrum<double>(m, n, sigma, 6);
+    const auto g = kwsvd::test::blas_gram(a, m, n);
+    std::vector<T> b(g.begin(), g.end());
+    for (int j = 0; j < n; ++j)  // blas_gram fills the upper triangle; mirror it
+      for (int i = j + 1; i < n; ++i)
+        b[i + std::size_t(n) * j] = b[j + std::size_t(n) * i];
+    const auto r = this->run({b}, n);
+    EXPECT_EQ(r.info[0].converged, 1) << name;
+    this->expect_accurate(b, n, r.lambda[0], r.J[0], kwsvd::EigenOrder::descending, name);
+    for (int l = 0; l < n; ++l)
+      EXPECT_GE(r.lambda[0][l], T(0)) << name << " Gram eigenvalue " << l;
+  }
+}
+
+TYPED_TEST(GramEvd, DiagonalInputNeedsNoRotation) {
+  using T = typename TestFixture::TestScalar;
+  const int n = 9;
+  std::vector<T> b(std::size_t(n) * n, T(0));
+  for (int i = 0; i < n; ++i)
+    b[i + std::size_t(n) * i] = T((i * 5) % n - 3);
+  const auto r = this->run({b}, n);
+  EXPECT_EQ(r.info[0].sweeps, 1);
+  EXPECT_EQ(r.info[0].converged, 1);
+  for (int l = 0; l < n; ++l)
+    EXPECT_EQ(r.lambda[0][l], T(n - 1 - l - 3)) << l;
+  for (int c = 0; c < n; ++c)  // J is the sorting permutation
+    for (int i = 0; i < n; ++i) {
+      const T x = r.J[0][i + std::size_t(n) * c];
+      EXPECT_TRUE(x == T(0) || x == T(1));
+    }
+}
+
+TYPED_TEST(GramEvd, RepeatedEigenvalues) {
+  using T = typename TestFixture::TestScalar;
+  const std::vector<double> d = {3, 3, 3, 1, 1, -2, -2, -2, -2, 0, 0, 5, 5, 5, 5, 5};
+  const auto b = symmetric_with_eigenvalues<T>(d, 11);
+  const auto r = this->run({b}, int(d.size()));
+  EXPECT_EQ(r.info[0].converged, 1);
+  this->expect_accurate(b, int(d.size()), r.lambda[0], r.J[0], kwsvd::EigenOrder::descending,
+                        "repeated");
+}
+
+TYPED_TEST(GramEvd, FixedSweepsRunExactlyThatMany) {
+  using T = typename TestFixture::TestScalar;
+  const int n = 16;
+  const auto b = random_symmetric<T>(n, 3);
+  kwsvd::EvdOptions opt;
+  opt.sweeps = 1;
+  opt.order = kwsvd::EigenOrder::unsorted;
+  const auto one = this->run({b}, n, opt);
+  EXPECT_EQ(one.info[0].sweeps, 1);
+  EXPECT_EQ(one.info[0].converged, 0);  // one sweep rotates and leaves work
+  // Still an orthogonal similarity: J^T B J has the returned diagonal and an
+  // off-diagonal part smaller than B's.
+  double off_b = 0, off_j = 0;
+  for (int c = 0; c < n; ++c)
+    for (int d = 0; d < n; ++d) {
+      double x = 0;
+      for (int i = 0; i < n; ++i)
+        for (int k = 0; k < n; ++k)
+          x += double(one.J[0][i + std::size_t(n) * c]) * b[i + std::size_t(n) * k] *
+               one.J[0][k + std::size_t(n) * d];
+      if (c == d)
+        EXPECT_NEAR(x, double(one.lambda[0][c]), 100 * n * this->u());
+      else {
+        off_j += x * x;
+        off_b += double(b[c + std::size_t(n) * d]) * b[c + std::size_t(n) * d];
+      }
+    }
+  EXPECT_LT(off_j, 0.5 * off_b);
+  opt.sweeps = 3;
+  EXPECT_EQ(this->run({b}, n, opt).info[0].sweeps, 3);
+}
+
+TYPED_TEST(GramEvd, NonFiniteMatrixLeavesOthersUntouched) {
+  using T = typename TestFixture::TestScalar;
+  const int n = 12;
+  const auto good0 = random_symmetric<T>(n, 1), good1 = random_symmetric<T>(n, 2);
+  auto bad = random_symmetric<T>(n, 3);
+  bad[5 + std::size_t(n) * 7] = std::numeric_limits<T>::quiet_NaN();
+  const auto alone = this->run({good0, good1}, n);
+  const auto mixed = this->run({good0, bad, good1}, n);
+  EXPECT_EQ(mixed.info[1].nonfinite_input, 1);
+  EXPECT_EQ(mixed.info[1].converged, 0);
+  for (T x : mixed.lambda[1])
+    EXPECT_TRUE(std::isnan(x));
+  EXPECT_EQ(mixed.lambda[0], alone.lambda[0]);
+  EXPECT_EQ(mixed.J[0], alone.J[0]);
+  EXPECT_EQ(mixed.lambda[2], alone.lambda[1]);
+  EXPECT_EQ(mixed.J[2], alone.J[1]);
+  auto inf = random_symmetric<T>(n, 4);
+  inf[0] = std::numeric_limits<T>::infinity();
+  EXPECT_EQ(this->run({inf}, n).info[0].nonfinite_input, 1);
+}
+
+TYPED_TEST(GramEvd, BadScalesAreHandledExactly) {
+  using T = typename TestFixture::TestScalar;
+  const int n = 10;
+  const auto b = random_symmetric<T>(n, 9);
+  const T big = std::is_same<T, double>::value ? T(1e250) : T(1e30);
+  std::vector<T> scaled(b);
+  for (T& x : scaled)
+    x *= big;
+  const auto r0 = this->run({b}, n), r1 = this->run({scaled}, n);
+  for (int l = 0; l < n; ++l)
+    EXPECT_NEAR(r1.lambda[0][l] / big, r0.lambda[0][l], 1e-5);
+}
+
+TYPED_TEST(GramEvd, ArgumentErrorsNameTheArgument) {
+  using T = typename TestFixture::TestScalar;
+  using L = typename TestFixture::TestLayout;
+  auto error_of = [](auto&& f) {
+    try {
+      f();
+    } catch (const kwsvd::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no exception");
+  };
+  Kokkos::View<T***, L> B("B", 2, 4, 4), J("J", 2, 4, 4), Jbad("J", 2, 4, 3), Bwide("B", 2, 4, 5);
+  Kokkos::View<T**, L> lambda("lambda", 2, 4), lambda_bad("lambda", 3, 4);
+  Kokkos::View<kwsvd::EvdInfo*> info("info", 2);
+  auto has = [](const std::string& w, const char* s) { return w.find(s) != std::string::npos; };
+  std::string w = error_of([&] { kwsvd::batched_gram_evd(Exec(), Bwide, lambda, J, info); });
+  EXPECT_TRUE(has(w, "B") && has(w, "square")) << w;
+  w = error_of([&] { kwsvd::batched_gram_evd(Exec(), B, lambda_bad, J, info); });
+  EXPECT_TRUE(has(w, "lambda")) << w;
+  w = error_of([&] { kwsvd::batched_gram_evd(Exec(), B, lambda, Jbad, info); });
+  EXPECT_TRUE(has(w, "J")) << w;
+  kwsvd::EvdOptions opt;
+  opt.sweeps = -1;
+  w = error_of([&] { kwsvd::batched_gram_evd(Exec(), B, lambda, J, info, opt); });
+  EXPECT_TRUE(has(w, "options.sweeps")) << w;
+  opt = {};
+  opt.tolerance = 2;
+  w = error_of([&] { kwsvd::batched_gram_evd(Exec(), B, lambda, J, info, opt); });
+  EXPECT_TRUE(has(w, "options.tolerance")) << w;
+  int n = 2;
+  while (kwsvd::gram_evd_fits<T>(n + 1))
+    ++n;
+  EXPECT_GE(n, 32);  // at least the 2w = 32 the W-cycle needs, on every backend
+  Kokkos::View<T***, L> Bbig("B", 1, n + 1, n + 1), Jbig("J", 1, n + 1, n + 1);
+  Kokkos::View<T**, L> lbig("l", 1, n + 1);
+  Kokkos::View<kwsvd::EvdInfo*> ibig("i", 1);
+  w = error_of([&] { kwsvd::batched_gram_evd(Exec(), Bbig, lbig, Jbig, ibig); });
+  EXPECT_TRUE(has(w, "gram_evd_fits")) << w;
+}
+
+TEST(GramEvdPlan, UpperBlocksAreEachVisitedOnce) {
+  for (int w = 1; w <= 9; ++w) {
+    std::vector<int> seen(w * w, 0);
+    for (int e = 0; e < w * (w + 1) / 2; ++e) {
+      int P, Q;
+      kwsvd::Impl::upper_block(w, e, P, Q);
+      ASSERT_LE(P, Q) << w;
+      ASSERT_LT(Q, w) << w;
+      ++seen[P * w + Q];
+    }
+    for (int P = 0; P < w; ++P)
+      for (int Q = P; Q < w; ++Q)
+        ASSERT_EQ(seen[P * w + Q], 1) << "w " << w;
+  }
+}
+
+}  // namespace
