@@ -115,8 +115,7 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
               const Scalar x = inside ? (row <= col ? A(row, col) : A(col, row)) : Scalar(0);
               B[row + ld * col] = x;
               J[row + ld * col] = row == col ? Scalar(1) : Scalar(0);
-              const Scalar ax =
-                  kmath::isfinite(x) ? kmath::fabs(x) : scalar_limits<Scalar>::infinity();
+              const Scalar ax = magnitude_or_inf(x);
               if (ax > lane_max)
                 lane_max = ax;
             },
@@ -132,11 +131,7 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
                          [&](const int c) { out.lambda[c * out.lambda_stride] = nan; });
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n * n),
                          [&](const int e) { out.J(e % n, e / n) = nan; });
-    Kokkos::single(Kokkos::PerTeam(member), [&]() {
-      out.info->sweeps = 0;
-      out.info->converged = 0;
-      out.info->nonfinite_input = 1;
-    });
+    write_info(member, out.info, 0, false, true);
     return;
   }
 
@@ -269,11 +264,7 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, n),
                          [&](const int r) { out.J(r, rank) = J[r + ld * c]; });
   });
-  Kokkos::single(Kokkos::PerTeam(member), [&]() {
-    out.info->sweeps = sweeps;
-    out.info->converged = converged ? 1 : 0;
-    out.info->nonfinite_input = 0;
-  });
+  write_info(member, out.info, sweeps, converged, false);
 }
 
 }  // namespace kwsvd::Impl

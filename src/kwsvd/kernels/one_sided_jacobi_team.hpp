@@ -72,6 +72,24 @@ KOKKOS_INLINE_FUNCTION Scalar jacobi_tangent(Scalar d_i, Scalar d_j, Scalar g) {
   return zeta < Scalar(0) ? -t : t;
 }
 
+/// |x|, or +Inf for NaN and Inf: the largest magnitude of a matrix scanned
+/// with it is finite exactly when every entry is (one pass finds both).
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION Scalar magnitude_or_inf(Scalar x) {
+  return kmath::isfinite(x) ? kmath::fabs(x) : scalar_limits<Scalar>::infinity();
+}
+
+/// One team's SvdInfo / EvdInfo, written by one thread.
+template <class Member>
+KOKKOS_INLINE_FUNCTION void write_info(const Member& member, SvdInfo* info, int sweeps,
+                                       bool converged, bool nonfinite) {
+  Kokkos::single(Kokkos::PerTeam(member), [&]() {
+    info->sweeps = sweeps;
+    info->converged = converged ? 1 : 0;
+    info->nonfinite_input = nonfinite ? 1 : 0;
+  });
+}
+
 /// Power of two p with |amax| * p in [0.5, 1) (p = 1 for 0 or non-finite
 /// amax), capped so p itself stays finite. Scaling by p is exact and keeps the
 /// squared column norms away from overflow and underflow.
@@ -297,8 +315,7 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
             [&](const int r, Scalar& lane_max) {
               const Scalar x = shape.transposed ? A(c, r) : A(r, c);
               W[r + ldw * c] = x;
-              const Scalar ax =
-                  kmath::isfinite(x) ? kmath::fabs(x) : scalar_limits<Scalar>::infinity();
+              const Scalar ax = magnitude_or_inf(x);
               if (ax > lane_max)
                 lane_max = ax;
             },
@@ -320,11 +337,7 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
       Kokkos::parallel_for(Kokkos::TeamVectorRange(member, shape.n * k),
                            [&](const int e) { out.V(e % shape.n, e / shape.n) = nan; });
     }
-    Kokkos::single(Kokkos::PerTeam(member), [&]() {
-      out.info->sweeps = 0;
-      out.info->converged = 0;
-      out.info->nonfinite_input = 1;
-    });
+    write_info(member, out.info, 0, false, true);
     return;
   }
 
@@ -533,11 +546,7 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
                            [&](const int r) { short_side(r, rank) = V[r + ldv * c]; });
     });
   }
-  Kokkos::single(Kokkos::PerTeam(member), [&]() {
-    out.info->sweeps = sweeps;
-    out.info->converged = converged ? 1 : 0;
-    out.info->nonfinite_input = 0;
-  });
+  write_info(member, out.info, sweeps, converged, false);
 }
 
 }  // namespace kwsvd::Impl
