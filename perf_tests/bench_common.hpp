@@ -79,4 +79,19 @@ inline void set_rates(benchmark::State& state, double flops, double bytes) {
       benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+/// Counters "sweeps" (mean) and "unconverged" from a batch's info View
+/// (one device-to-host copy, after the timed loop).
+template <class InfoView>
+void record_convergence(benchmark::State& state, const InfoView& info) {
+  auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+  double sweeps = 0;
+  int unconverged = 0;
+  for (std::size_t b = 0; b < hi.extent(0); ++b) {
+    sweeps += hi(b).sweeps;
+    unconverged += hi(b).converged ? 0 : 1;
+  }
+  state.counters["sweeps"] = hi.extent(0) > 0 ? sweeps / double(hi.extent(0)) : 0.0;
+  state.counters["unconverged"] = unconverged;
+}
+
 }  // namespace kwsvd::bench

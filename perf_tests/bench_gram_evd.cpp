@@ -100,15 +100,7 @@ void BM_kwsvd_gram_evd(benchmark::State& state) {
     kwsvd::batched_gram_evd(Kokkos::DefaultExecutionSpace(), B, lambda, J, info);
     state.SetIterationTime(timer.stop());
   }
-  auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
-  double sweeps = 0;
-  int unconverged = 0;
-  for (int b = 0; b < batch; ++b) {
-    sweeps += hi(b).sweeps;
-    unconverged += hi(b).converged ? 0 : 1;
-  }
-  state.counters["sweeps"] = sweeps / batch;
-  state.counters["unconverged"] = unconverged;
+  kwsvd::bench::record_convergence(state, info);
   state.counters["orthJ"] = orthogonality(J);
   set_evd_rates<T>(state, n, batch);
 }

@@ -111,15 +111,7 @@ void run_kwsvd_small_svd(benchmark::State& state, int lanes) {
     kwsvd::batched_small_svd(Kokkos::DefaultExecutionSpace(), A, S, U, V, info, options);
     state.SetIterationTime(timer.stop());
   }
-  auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
-  double sweeps = 0;
-  int unconverged = 0;
-  for (int b = 0; b < batch; ++b) {
-    sweeps += hi(b).sweeps;
-    unconverged += hi(b).converged ? 0 : 1;
-  }
-  state.counters["sweeps"] = sweeps / batch;
-  state.counters["unconverged"] = unconverged;
+  kwsvd::bench::record_convergence(state, info);
   record_accuracy(state, A, U, S, V);
   set_svd_rates<T>(state, m, n, batch);
 }

@@ -126,15 +126,7 @@ void batched_gram_evd(const ExecSpace& exec, const BView& B, const LambdaView& l
   Impl::require_extents(fn, "J", {J.extent(0), J.extent(1), J.extent(2)}, {batch, n, n},
                         "(batch, n, n) with batch, n taken from B");
   Impl::require_extents(fn, "info", {info.extent(0)}, {batch}, "(batch) with batch taken from B");
-  if (!(options.tolerance >= 0 && options.tolerance < 1)) {
-    Impl::throw_invalid_argument(
-        fn, "options.tolerance",
-        "must be in [0, 1) (0 selects 30 u), got " + std::to_string(options.tolerance));
-  }
-  if (options.max_sweeps < 1) {
-    Impl::throw_invalid_argument(fn, "options.max_sweeps",
-                                 "must be at least 1, got " + std::to_string(options.max_sweeps));
-  }
+  Impl::require_jacobi_options(fn, options.tolerance, options.max_sweeps);
   if (options.sweeps < 0) {
     Impl::throw_invalid_argument(fn, "options.sweeps",
                                  "must be 0 (run to convergence) or a positive sweep count, got " +
@@ -152,8 +144,7 @@ void batched_gram_evd(const ExecSpace& exec, const BView& B, const LambdaView& l
             "; check kwsvd::gram_evd_fits first");
   }
 
-  const Scalar u = std::numeric_limits<Scalar>::epsilon() / 2;
-  const Scalar tol = options.tolerance > 0 ? Scalar(options.tolerance) : Scalar(30) * u;
+  const Scalar tol = Impl::resolved_tolerance<Scalar>(options.tolerance);
   using Functor = Impl::BatchedGramEvdFunctor<ExecSpace, Scalar>;
   const Functor functor{
       Impl::matrix_of<const Scalar>(B, 0),

@@ -152,15 +152,7 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
     require_extents(fn, "V", {V.extent(0), V.extent(1), V.extent(2)}, {batch, n, k},
                     "(batch, n, min(m, n)) with batch, m, n taken from A");
   }
-  if (!(options.tolerance >= 0 && options.tolerance < 1)) {
-    throw_invalid_argument(
-        fn, "options.tolerance",
-        "must be in [0, 1) (0 selects 30 u), got " + std::to_string(options.tolerance));
-  }
-  if (options.max_sweeps < 1) {
-    throw_invalid_argument(fn, "options.max_sweeps",
-                           "must be at least 1, got " + std::to_string(options.max_sweeps));
-  }
+  require_jacobi_options(fn, options.tolerance, options.max_sweeps);
   const int lanes_request = options.lanes_per_pair;
   if (lanes_request != 0 &&
       (lanes_request < 1 || lanes_request > 32 || (lanes_request & (lanes_request - 1)) != 0)) {
@@ -182,8 +174,7 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
             "; check kwsvd::small_svd_fits first");
   }
 
-  const Scalar u = std::numeric_limits<Scalar>::epsilon() / 2;
-  const Scalar tol = options.tolerance > 0 ? Scalar(options.tolerance) : Scalar(30) * u;
+  const Scalar tol = resolved_tolerance<Scalar>(options.tolerance);
 
   // alpha x warp per pair (§IV-B-1): the caller's choice or the chosen rule,
   // from the row count of the work matrix; never more than the backend has.

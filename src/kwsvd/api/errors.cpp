@@ -34,4 +34,15 @@ void require_extents(const char* function, const char* argument,
                              format_extents(expected) + ", got " + format_extents(actual));
 }
 
+void require_jacobi_options(const char* function, double tolerance, int max_sweeps) {
+  if (!(tolerance >= 0 && tolerance < 1)) {
+    throw_invalid_argument(function, "options.tolerance",
+                           "must be in [0, 1) (0 selects 30 u), got " + std::to_string(tolerance));
+  }
+  if (max_sweeps < 1) {
+    throw_invalid_argument(function, "options.max_sweeps",
+                           "must be at least 1, got " + std::to_string(max_sweeps));
+  }
+}
+
 }  // namespace kwsvd::Impl

@@ -29,5 +29,9 @@ void require_extents(const char* function, const char* argument,
                      std::initializer_list<std::size_t> actual,
                      std::initializer_list<std::size_t> expected, const char* expected_names);
 
+/// Throws unless tolerance is in [0, 1) and max_sweeps >= 1: the options
+/// every Jacobi entry point shares, named as options.<field>.
+void require_jacobi_options(const char* function, double tolerance, int max_sweeps);
+
 }  // namespace Impl
 }  // namespace kwsvd

@@ -1,6 +1,8 @@
 #pragma once
 // Options and per-matrix results shared by kwsvd's SVD entry points.
 
+#include <limits>
+
 #include <Kokkos_Macros.hpp>
 
 namespace kwsvd {
@@ -70,5 +72,14 @@ struct SvdInfo {
 /// Per-matrix outcome of a batched EVD: the same fields as for the SVD
 /// (converged is 0 after `sweeps` fixed sweeps that still rotated).
 using EvdInfo = SvdInfo;
+
+namespace Impl {
+/// The tolerance a call runs with: the caller's, or 30 u when it is 0.
+template <class Scalar>
+Scalar resolved_tolerance(double tolerance) {
+  return tolerance > 0 ? Scalar(tolerance)
+                       : Scalar(30) * std::numeric_limits<Scalar>::epsilon() / 2;
+}
+}  // namespace Impl
 
 }  // namespace kwsvd

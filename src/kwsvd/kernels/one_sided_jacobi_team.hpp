@@ -421,35 +421,35 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
         // root) unless tol^2 d_i d_j could underflow; the scaling keeps d_i,
         // d_j and g below the row count, so nothing overflows.
         const Scalar didj = di * dj;
-        const bool rotate = didj > didj_floor
-                                ? g * g > tol * tol * didj
-                                : kmath::fabs(g) > tol * kmath::sqrt(di) * kmath::sqrt(dj);
-        if (!rotate)
+        const bool rotates = didj > didj_floor
+                                 ? g * g > tol * tol * didj
+                                 : kmath::fabs(g) > tol * kmath::sqrt(di) * kmath::sqrt(dj);
+        if (!rotates)
           return;
         const Scalar t = jacobi_tangent(di, dj, g);
         const Scalar c = Scalar(1) / kmath::sqrt(Scalar(1) + t * t);
         const Scalar s = t * c;
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 1 << log2), [&](const int lane) {
-          wrows.for_rows(lane, [&](const int r) {
-            const Scalar x = wi[r], y = wj[r];
-            wi[r] = c * x - s * y;
-            wj[r] = s * x + c * y;
-          });
-        });
-        if (shape.vectors) {
-          Scalar* vi = V + ldv * i;
-          Scalar* vj = V + ldv * j;
-          int vfirst = pair;
-          while (vfirst >= v_blocks)
-            vfirst -= v_blocks;
-          const Rows vrows(vfirst, v_blocks, log2, N);
+        // [x y] <- [c x - s y, s x + c y] over the rows of one pair of columns.
+        auto rotate = [&](const Rows& rows, Scalar* x, Scalar* y) {
           Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 1 << log2), [&](const int lane) {
-            vrows.for_rows(lane, [&](const int r) {
-              const Scalar x = vi[r], y = vj[r];
-              vi[r] = c * x - s * y;
-              vj[r] = s * x + c * y;
+            rows.for_rows(lane, [&](const int r) {
+              const Scalar xr = x[r], yr = y[r];
+              x[r] = c * xr - s * yr;
+              y[r] = s * xr + c * yr;
             });
           });
+        };
+        rotate(wrows, wi, wj);
+        if (shape.vectors) {
+          // The compiled path pads V to W's blocks: the same row offsets.
+          if (RowsPerLane > 0) {
+            rotate(wrows, V + ldv * i, V + ldv * j);
+          } else {
+            int vfirst = pair;
+            while (vfirst >= v_blocks)
+              vfirst -= v_blocks;
+            rotate(Rows(vfirst, v_blocks, log2, N), V + ldv * i, V + ldv * j);
+          }
         }
         // eq. (6) with the orthogonality condition folded in: the updated
         // squared norms are d_i - t g and d_j + t g (no cancellation).
