@@ -206,6 +206,29 @@ TYPED_TEST(GramEvd, RepeatedEigenvalues) {
                         "repeated");
 }
 
+TYPED_TEST(GramEvd, EveryTeamSizeGivesTheSameResult) {
+  // The kernel's loops are spread over all threads of a team, whatever its
+  // size (tuning/gram_evd_team_threads.hpp picks one): the arithmetic per
+  // entry is the same, so results agree bit for bit.
+  using T = typename TestFixture::TestScalar;
+  const int n = 20;
+  const std::vector<std::vector<T>> mats = {random_symmetric<T>(n, 21), random_symmetric<T>(n, 22)};
+  kwsvd::EvdOptions opt;
+  opt.team_threads = 1;
+  const auto ref = this->run(mats, n, opt);
+  for (int threads : {8, 32, 64, 128, 256, 1024}) {
+    opt.team_threads = threads;
+    const auto r = this->run(mats, n, opt);
+    for (int b = 0; b < 2; ++b) {
+      EXPECT_EQ(r.info[b].sweeps, ref.info[b].sweeps) << threads;
+      EXPECT_EQ(r.lambda[b], ref.lambda[b]) << threads;
+      EXPECT_EQ(r.J[b], ref.J[b]) << threads;
+    }
+  }
+  this->expect_accurate(mats[0], n, ref.lambda[0], ref.J[0], kwsvd::EigenOrder::descending,
+                        "team sizes");
+}
+
 TYPED_TEST(GramEvd, FixedSweepsRunExactlyThatMany) {
   using T = typename TestFixture::TestScalar;
   const int n = 16;
@@ -298,6 +321,10 @@ TYPED_TEST(GramEvd, ArgumentErrorsNameTheArgument) {
   w = error_of([&] { kwsvd::batched_gram_evd(Exec(), B, lambda, J, info, opt); });
   EXPECT_TRUE(has(w, "options.sweeps")) << w;
   opt = {};
+  opt.team_threads = -1;
+  w = error_of([&] { kwsvd::batched_gram_evd(Exec(), B, lambda, J, info, opt); });
+  EXPECT_TRUE(has(w, "options.team_threads")) << w;
+  opt = {};
   opt.tolerance = 2;
   w = error_of([&] { kwsvd::batched_gram_evd(Exec(), B, lambda, J, info, opt); });
   EXPECT_TRUE(has(w, "options.tolerance")) << w;
@@ -312,8 +339,23 @@ TYPED_TEST(GramEvd, ArgumentErrorsNameTheArgument) {
   EXPECT_TRUE(has(w, "gram_evd_fits")) << w;
 }
 
+TEST(GramEvdPlan, SmallQuotientIsExactInItsRange) {
+  // The float-reciprocal quotient is exact for q < 2^22; the risky q are the
+  // ones next to a multiple of d, checked for every divisor the kernel uses.
+  for (int d = 1; d <= kwsvd::Impl::gram_evd_max_n + 1; ++d) {
+    const float inv = 1.0f / float(d);
+    for (long k = 0; k * d < (1L << 22); ++k) {
+      for (long q = k * d - 1; q <= k * d; ++q) {
+        if (q < 0 || q >= (1L << 22))
+          continue;
+        ASSERT_EQ(kwsvd::Impl::small_quotient(int(q), inv), int(q / d)) << q << " / " << d;
+      }
+    }
+  }
+}
+
 TEST(GramEvdPlan, UpperBlocksAreEachVisitedOnce) {
-  for (int w = 1; w <= 9; ++w) {
+  for (int w = 1; w <= 40; ++w) {
     std::vector<int> seen(w * w, 0);
     for (int e = 0; e < w * (w + 1) / 2; ++e) {
       int P, Q;

@@ -10,6 +10,7 @@
 #include "kwsvd/api/errors.hpp"
 #include "kwsvd/api/options.hpp"
 #include "kwsvd/kernels/gram_evd_team.hpp"
+#include "kwsvd/tuning/gram_evd_team_threads.hpp"
 
 namespace kwsvd {
 
@@ -17,7 +18,7 @@ namespace kwsvd {
 /// ExecSpace, i.e. batched_gram_evd accepts it.
 template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
 bool gram_evd_fits(int n) {
-  if (n < 0)
+  if (n < 0 || n > Impl::gram_evd_max_n)
     return false;
   return Impl::gram_evd_scratch_bytes<ExecSpace, Scalar>(n) <=
          std::size_t(Impl::team_scratch_bytes_max<ExecSpace>());
@@ -46,12 +47,13 @@ struct BatchedGramEvdFunctor {
     const int b = member.league_rank();
     const std::size_t ne = std::size_t(n + (n & 1)), pairs = ne / 2;
     // Carved exactly as gram_evd_scratch_bytes sized them.
-    ScratchVector<Scalar> Bs(member.team_scratch(0), ne * ne);
+    ScratchVector<Scalar> Bs(member.team_scratch(0),
+                             ne * std::size_t(Impl::gram_evd_ld_b(int(ne))));
     ScratchVector<Scalar> Js(member.team_scratch(0), ne * ne);
     ScratchVector<Scalar> c(member.team_scratch(0), pairs);
     ScratchVector<Scalar> s(member.team_scratch(0), pairs);
     ScratchVector<Scalar> t(member.team_scratch(0), pairs);
-    ScratchVector<int> ints(member.team_scratch(0), 2 * pairs + 2);
+    ScratchVector<int> ints(member.team_scratch(0), pairs + 2 + pairs * (pairs + 1) / 2);
     StridedMatrix<const Scalar> a = B;
     a.data += b * b_batch_stride;
     StridedMatrix<Scalar> j = J;
@@ -59,7 +61,7 @@ struct BatchedGramEvdFunctor {
     gram_evd_team(
         member, a, n,
         GramEvdScratch<Scalar>{Bs.data(), Js.data(), c.data(), s.data(), t.data(), ints.data(),
-                               ints.data() + 2 * pairs},
+                               ints.data() + pairs, ints.data() + pairs + 2},
         GramEvdOutput<Scalar>{lambda + b * lambda_batch_stride, lambda_stride, j, info + b},
         control);
   }
@@ -117,9 +119,12 @@ void batched_gram_evd(const ExecSpace& exec, const BView& B, const LambdaView& l
         fn, "B",
         "must hold square matrices, got extents " + Impl::format_extents({batch, n, B.extent(2)}));
   }
-  if (batch > std::size_t(1) << 30 || n > std::size_t(1) << 15) {
-    Impl::throw_invalid_argument(fn, "B",
-                                 "is too large: extents " + Impl::format_extents({batch, n, n}));
+  if (batch > std::size_t(1) << 30 || n > std::size_t(Impl::gram_evd_max_n)) {
+    Impl::throw_invalid_argument(
+        fn, "B",
+        "is too large: extents " + Impl::format_extents({batch, n, n}) +
+            "; at most 2^30 matrices of n <= " + std::to_string(Impl::gram_evd_max_n) +
+            " (check kwsvd::gram_evd_fits first)");
   }
   Impl::require_extents(fn, "lambda", {lambda.extent(0), lambda.extent(1)}, {batch, n},
                         "(batch, n) with batch, n taken from B");
@@ -127,6 +132,11 @@ void batched_gram_evd(const ExecSpace& exec, const BView& B, const LambdaView& l
                         "(batch, n, n) with batch, n taken from B");
   Impl::require_extents(fn, "info", {info.extent(0)}, {batch}, "(batch) with batch taken from B");
   Impl::require_jacobi_options(fn, options.tolerance, options.max_sweeps);
+  if (options.team_threads < 0 || options.team_threads > 1024) {
+    Impl::throw_invalid_argument(fn, "options.team_threads",
+                                 "must be 0 (tuned) or a thread count up to 1024, got " +
+                                     std::to_string(options.team_threads));
+  }
   if (options.sweeps < 0) {
     Impl::throw_invalid_argument(fn, "options.sweeps",
                                  "must be 0 (run to convergence) or a positive sweep count, got " +
@@ -158,19 +168,24 @@ void batched_gram_evd(const ExecSpace& exec, const BView& B, const LambdaView& l
       int(n),
       Impl::GramEvdControl<Scalar>{tol, options.max_sweeps, options.sweeps, options.order}};
   const std::size_t scratch = Impl::gram_evd_scratch_bytes<ExecSpace, Scalar>(int(n));
-  // One team thread per pair; vector lanes so that a team has about 128
-  // threads for the block update, which has w (w + 1) / 2 + w n work items.
-  const int pairs = int(n + 1) / 2;
-  int lanes = 1;
-  while (lanes < 32 && lanes * pairs < 128)
-    lanes *= 2;
-  while (lanes > 1 && lanes > Impl::vector_length_max<ExecSpace>())
+  // Vector lanes only serve the column loops that load and store the matrix;
+  // every per-step loop is spread over all threads of the team.
+  const int threads = options.team_threads > 0
+                          ? options.team_threads
+                          : Impl::gram_evd_team_threads(int(n), long(batch), int(sizeof(Scalar)));
+  int lanes = 8;
+  while (lanes > 1 && (lanes > Impl::vector_length_max<ExecSpace>() || lanes > threads))
     lanes /= 2;
-  Kokkos::TeamPolicy<ExecSpace> probe(exec, int(batch), 1, lanes);
+  // At most 256 threads, and registers capped for 4 such teams (64 per
+  // thread): the kernel is bound by shared-memory traffic and latency, so
+  // resident teams matter more than registers (74 uncapped in double).
+  using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<256, 4>>;
+  Policy probe(exec, int(batch), 1, lanes);
   probe.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
   const int team_max = probe.team_size_max(functor, Kokkos::ParallelForTag());
-  const int team = pairs < team_max ? pairs : team_max;
-  Kokkos::TeamPolicy<ExecSpace> policy(exec, int(batch), team, lanes);
+  const int wanted = threads / lanes;
+  const int team = wanted < team_max ? wanted : team_max;
+  Policy policy(exec, int(batch), team, lanes);
   policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
   Kokkos::parallel_for("kwsvd::batched_gram_evd", policy, functor);
 }

@@ -60,6 +60,9 @@ struct EvdOptions {
   /// sweep finds nothing to rotate.
   int sweeps = 0;
   EigenOrder order = EigenOrder::descending;
+  /// Threads per team (one team per matrix); 0 picks the tuned value of
+  /// tuning/gram_evd_team_threads.hpp. Clamped to what the backend allows.
+  int team_threads = 0;
 };
 
 /// Per-matrix outcome of a batched SVD.

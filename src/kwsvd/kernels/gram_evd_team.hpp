@@ -10,9 +10,11 @@
 // product of the step's rotations (eq. (7)). Because every row and column of
 // G has at most two nonzeros, every entry of the new B depends on at most four
 // old ones; the kernel updates B by 2 x 2 blocks (rows of pair P, columns of
-// pair Q), so each block is read and written by one thread, in place, and all
+// pair Q), so each block is read and written by one thread, in place (only the
+// upper triangle is stored during the sweeps), and all
 // blocks of the step run in parallel (Fig. 5) instead of row by row. J <- J G
-// rotates two columns per pair, also in parallel.
+// rotates two columns per pair, also in parallel. Two team barriers per step:
+// rotations from the current B, then the update.
 
 #include <cstddef>
 
@@ -24,28 +26,43 @@
 
 namespace kwsvd::Impl {
 
-/// Scratch one team needs for an n x n EVD: B and J (n' x n' each, n' = n
-/// rounded up to even: odd n gets a decoupled zero row and column), the
-/// step's rotations (c, s, t per pair, the pair's two indices) and two flags.
+/// Leading dimension of B in scratch: n' + 1. Threads of a warp that update
+/// blocks of one block row read B(i, k) for many k at one i; with an even
+/// leading dimension those all fall in one shared-memory bank (a 16-way
+/// conflict in double), with an odd one they spread over the banks.
+KOKKOS_INLINE_FUNCTION int gram_evd_ld_b(int n_even) {
+  return n_even + 1;
+}
+
+/// Largest n the kernel supports whatever the scratch (see small_quotient).
+constexpr int gram_evd_max_n = 2048;
+
+/// Scratch one team needs for an n x n EVD: B (n' x n', leading dimension
+/// n' + 1) and J (n' x n'), n' = n rounded up to even (odd n gets a decoupled
+/// zero row and column); the step's rotations (c, s, t per pair), its pairs
+/// (one packed int each), two flags and the table of upper blocks (one packed
+/// int per block, see upper_block).
 template <class ExecSpace, class Scalar>
 std::size_t gram_evd_scratch_bytes(int n) {
   const std::size_t ne = std::size_t(n + (n & 1));
   const std::size_t pairs = ne / 2;
-  return 2 * scratch_bytes_for<ExecSpace, Scalar>(ne * ne) +
+  return scratch_bytes_for<ExecSpace, Scalar>(ne * std::size_t(gram_evd_ld_b(int(ne)))) +
+         scratch_bytes_for<ExecSpace, Scalar>(ne * ne) +
          3 * scratch_bytes_for<ExecSpace, Scalar>(pairs) +
-         scratch_bytes_for<ExecSpace, int>(2 * pairs + 2);
+         scratch_bytes_for<ExecSpace, int>(pairs + 2 + pairs * (pairs + 1) / 2);
 }
 
 /// Work arrays of one team, carved from level-0 scratch by the caller.
 template <class Scalar>
 struct GramEvdScratch {
-  Scalar* B;  // n' x n', column-major, leading dimension n'
-  Scalar* J;  // n' x n'
+  Scalar* B;  // n' x n', column-major, leading dimension gram_evd_ld_b(n')
+  Scalar* J;  // n' x n', leading dimension n'
   Scalar* c;  // per pair of the current step
   Scalar* s;
   Scalar* t;
-  int* pair_ij;  // 2 per pair: the step's (i, j), i < j
+  int* pair_ij;  // per pair: the step's i | j << 16, i < j
   int* rotated;  // 2 flags by sweep parity (see one_sided_jacobi_team)
+  int* blocks;   // w (w + 1) / 2 upper blocks: P | Q << 16, built once per matrix
 };
 
 /// Where one team's results go (memory the caller owns).
@@ -66,12 +83,23 @@ struct GramEvdControl {
   EigenOrder order;
 };
 
+/// q / d for 0 <= q < 2^22 and d > 0 in three cheap instructions instead of
+/// an integer division (~20 on GPUs). (q + 1/2) / d lies at least 1 / (2d)
+/// from an integer; the float product carries a relative error below 2^-23,
+/// i.e. an absolute one below (q + 1/2) / d * 2^-23 < 1 / (2d) while
+/// q + 1/2 < 2^22, so truncation gives the exact quotient.
+/// gram_evd_max_n keeps every quotient of the kernel in that range.
+KOKKOS_INLINE_FUNCTION int small_quotient(int q, float inv_d) {
+  return int((float(q) + 0.5f) * inv_d);
+}
+
 /// Position (P, Q), P <= Q, of upper-triangle block e of a w x w block grid:
 /// rows P and w - 1 - P are folded into one row of w + 1 blocks, so the
 /// w (w + 1) / 2 blocks map onto a rectangle without a square root.
-KOKKOS_INLINE_FUNCTION void upper_block(int w, int e, int& P, int& Q) {
+/// inv_w1 = 1 / (w + 1) as a float (see small_quotient).
+KOKKOS_INLINE_FUNCTION void upper_block(int w, float inv_w1, int e, int& P, int& Q) {
   const int folded = w / 2;  // full folded rows
-  const int fr = e / (w + 1);
+  const int fr = small_quotient(e, inv_w1);
   if (fr < folded) {
     const int k = e - fr * (w + 1);
     if (k < w - fr) {
@@ -87,6 +115,10 @@ KOKKOS_INLINE_FUNCTION void upper_block(int w, int e, int& P, int& Q) {
   }
 }
 
+KOKKOS_INLINE_FUNCTION void upper_block(int w, int e, int& P, int& Q) {
+  upper_block(w, 1.0f / float(w + 1), e, P, Q);
+}
+
 /// The EVD B = J diag(lambda) J^T of the team's symmetric matrix (upper
 /// triangle read). Collective over the team.
 template <class Member, class Scalar>
@@ -97,7 +129,8 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
                                           const GramEvdControl<Scalar>& ctl) {
   const int ne = n + (n & 1);
   const int w = ne / 2;
-  const std::size_t ld = std::size_t(ne);
+  const std::size_t ld = std::size_t(ne);                  // J
+  const std::size_t ldb = std::size_t(gram_evd_ld_b(ne));  // B
   Scalar* const B = ws.B;
   Scalar* const J = ws.J;
 
@@ -113,7 +146,7 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
             [&](const int row, Scalar& lane_max) {
               const bool inside = row < n && col < n;
               const Scalar x = inside ? (row <= col ? A(row, col) : A(col, row)) : Scalar(0);
-              B[row + ld * col] = x;
+              B[row + ldb * col] = x;
               J[row + ld * col] = row == col ? Scalar(1) : Scalar(0);
               const Scalar ax = magnitude_or_inf(x);
               if (ax > lane_max)
@@ -139,8 +172,23 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
   //    tangent's squares in range whatever the scale of the input.
   const Scalar scale = power_of_two_scale(amax);
   member.team_barrier();
-  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, ne * ne),
-                       [&](const int e) { B[e] *= scale; });
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, ne), [&](const int col) {
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ne),
+                         [&](const int row) { B[row + ldb * col] *= scale; });
+  });
+  // The block table: one scratch load per block and step instead of the
+  // index arithmetic of upper_block.
+  const int nblocks = w * (w + 1) / 2;
+  const float inv_w1 = 1.0f / float(w + 1);
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, nblocks), [&](const int e) {
+    int P, Q;
+    upper_block(w, inv_w1, e, P, Q);
+    ws.blocks[e] = P | (Q << 16);
+  });
+  Kokkos::single(Kokkos::PerTeam(member), [&]() {
+    ws.rotated[0] = 0;
+    ws.rotated[1] = 0;
+  });
   member.team_barrier();
 
   // Rotate pair (i, j) when |b_ij| > tol sqrt(|b_ii b_jj|): the relative test
@@ -151,20 +199,24 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
   const Scalar floor = scalar_limits<Scalar>::epsilon / 2 * amax * scale;
   const Scalar tiny = scalar_limits<Scalar>::min_normal;
   const int sweep_limit = ctl.fixed_sweeps > 0 ? ctl.fixed_sweeps : ctl.max_sweeps;
-  const int nblocks = w * (w + 1) / 2;
   int sweeps = 0;
   bool converged = ne < 2;
   while (!converged && sweeps < sweep_limit) {
+    // Pairs that rotate raise this sweep's flag (a benign race: every writer
+    // stores 1). Flags alternate by sweep parity; the next sweep's flag is
+    // cleared after this sweep's first barrier, when every thread has read it
+    // as the previous sweep's.
     int* const flag = ws.rotated + (sweeps & 1);
+    int* const next_flag = ws.rotated + ((sweeps + 1) & 1);
     ++sweeps;
-    Kokkos::single(Kokkos::PerTeam(member), [&]() { *flag = 0; });
     for (int step = 0; step < ne - 1; ++step) {
-      // (a) The step's rotations, one team thread per pair (§II-D: the 2 x 2
+      // (a) The step's rotations, one pair per team lane, so that a single
+      //     warp pays for the square roots and divisions (§II-D: the 2 x 2
       //     symmetric eigenproblem; the tangent is the one-sided kernel's).
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, w), [&](const int P) {
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, w), [&](const int P) {
         int i, j;
         round_robin_pair(ne, step, P, i, j);
-        const Scalar bii = B[i + ld * i], bjj = B[j + ld * j], bij = B[i + ld * j];
+        const Scalar bii = B[i + ldb * i], bjj = B[j + ldb * j], bij = B[i + ldb * j];
         const Scalar abs_b = kmath::fabs(bij);
         const Scalar didj = kmath::fabs(bii * bjj);
         const bool rotate =
@@ -176,67 +228,76 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
           t = jacobi_tangent(bii, bjj, bij);
           c = Scalar(1) / kmath::sqrt(Scalar(1) + t * t);
           s = t * c;
+          *flag = 1;  // every writer stores the same value
         }
-        Kokkos::single(Kokkos::PerThread(member), [&]() {
-          ws.pair_ij[2 * P] = i;
-          ws.pair_ij[2 * P + 1] = j;
-          ws.c[P] = c;
-          ws.s[P] = s;
-          ws.t[P] = t;
-          if (rotate)
-            *flag = 1;
-        });
+        ws.pair_ij[P] = i | (j << 16);
+        ws.c[P] = c;
+        ws.s[P] = s;
+        ws.t[P] = t;
       });
       member.team_barrier();
-      // (b) B <- G^T B G by 2 x 2 blocks (eq. (7)) and J <- J G, all at once.
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, nblocks + w * ne), [&](const int e) {
-        if (e < nblocks) {
-          int P, Q;
-          upper_block(w, e, P, Q);
-          const int i = ws.pair_ij[2 * P], j = ws.pair_ij[2 * P + 1];
-          const Scalar cp = ws.c[P], sp = ws.s[P];
-          if (P == Q) {
-            // The pair's own 2 x 2 block becomes diagonal; the update of eq.
-            // (6) (b_ii - t b_ij, b_jj + t b_ij) avoids cancellation.
-            const Scalar tb = ws.t[P] * B[i + ld * j];
-            if (sp != Scalar(0)) {
-              B[i + ld * i] -= tb;
-              B[j + ld * j] += tb;
-              B[i + ld * j] = 0;
-              B[j + ld * i] = 0;
-            }
-            return;
+      if (step == 0)
+        Kokkos::single(Kokkos::PerTeam(member), [&]() { *next_flag = 0; });
+      // (b) B <- G^T B G by 2 x 2 blocks (eq. (7)), all blocks at once. Only
+      //     the upper triangle is kept (U(a, b) = B(min, max)): half the
+      //     stores, and every block reads and writes its four entries there.
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, nblocks), [&](const int e) {
+        const int PQ = ws.blocks[e];
+        const int P = PQ & 0xffff, Q = PQ >> 16;
+        const int ij = ws.pair_ij[P];
+        const int i = ij & 0xffff, j = ij >> 16;
+        const Scalar cp = ws.c[P], sp = ws.s[P];
+        if (P == Q) {
+          // The pair's own 2 x 2 block becomes diagonal; the update of eq.
+          // (6) (b_ii - t b_ij, b_jj + t b_ij) avoids cancellation.
+          if (sp != Scalar(0)) {
+            const Scalar tb = ws.t[P] * B[i + ldb * j];
+            B[i + ldb * i] -= tb;
+            B[j + ldb * j] += tb;
+            B[i + ldb * j] = 0;
           }
-          const int k = ws.pair_ij[2 * Q], l = ws.pair_ij[2 * Q + 1];
-          const Scalar cq = ws.c[Q], sq = ws.s[Q];
-          if (sp == Scalar(0) && sq == Scalar(0))
-            return;  // neither pair rotated: the block is unchanged
-          // X = B({i,j},{k,l}); Y = X G_Q; Z = G_P^T Y, G = [c s; -s c].
-          const Scalar xik = B[i + ld * k], xil = B[i + ld * l];
-          const Scalar xjk = B[j + ld * k], xjl = B[j + ld * l];
-          const Scalar yik = cq * xik - sq * xil, yil = sq * xik + cq * xil;
-          const Scalar yjk = cq * xjk - sq * xjl, yjl = sq * xjk + cq * xjl;
-          const Scalar zik = cp * yik - sp * yjk, zjk = sp * yik + cp * yjk;
-          const Scalar zil = cp * yil - sp * yjl, zjl = sp * yil + cp * yjl;
-          B[i + ld * k] = zik;
-          B[k + ld * i] = zik;
-          B[i + ld * l] = zil;
-          B[l + ld * i] = zil;
-          B[j + ld * k] = zjk;
-          B[k + ld * j] = zjk;
-          B[j + ld * l] = zjl;
-          B[l + ld * j] = zjl;
-        } else {
-          const int q = e - nblocks;
-          const int P = q / ne, r = q - P * ne;
-          const Scalar cp = ws.c[P], sp = ws.s[P];
-          if (sp == Scalar(0))
-            return;
-          const int i = ws.pair_ij[2 * P], j = ws.pair_ij[2 * P + 1];
-          const Scalar x = J[r + ld * i], y = J[r + ld * j];
-          J[r + ld * i] = cp * x - sp * y;
-          J[r + ld * j] = sp * x + cp * y;
+          return;
         }
+        const Scalar cq = ws.c[Q], sq = ws.s[Q];
+        if (sp == Scalar(0) && sq == Scalar(0))
+          return;  // neither pair rotated: the block is unchanged
+        const int kl = ws.pair_ij[Q];
+        const int k = kl & 0xffff, l = kl >> 16;
+        auto upper = [&](const int a, const int b) -> Scalar& {
+          return a < b ? B[a + ldb * b] : B[b + ldb * a];
+        };
+        Scalar& bik = upper(i, k);
+        Scalar& bil = upper(i, l);
+        Scalar& bjk = upper(j, k);
+        Scalar& bjl = upper(j, l);
+        // X = B({i,j},{k,l}); Y = X G_Q; Z = G_P^T Y, G = [c s; -s c].
+        const Scalar xik = bik, xil = bil, xjk = bjk, xjl = bjl;
+        const Scalar yik = cq * xik - sq * xil, yil = sq * xik + cq * xil;
+        const Scalar yjk = cq * xjk - sq * xjl, yjl = sq * xjk + cq * xjl;
+        bik = cp * yik - sp * yjk;
+        bjk = sp * yik + cp * yjk;
+        bil = cp * yil - sp * yjl;
+        bjl = sp * yil + cp * yjl;
+      });
+      // ... and J <- J G (no barrier between: the two loops touch disjoint
+      // arrays). An item rotates rows r and r + n'/2 of the pair's two
+      // columns, which halves the loads of the pair's (c, s, i, j).
+      const int half = ne / 2;
+      const float inv_half = 1.0f / float(half > 0 ? half : 1);
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, w * half), [&](const int q) {
+        const int P = small_quotient(q, inv_half), r = q - P * half;
+        const Scalar sp = ws.s[P];
+        if (sp == Scalar(0))
+          return;
+        const Scalar cp = ws.c[P];
+        const int ij = ws.pair_ij[P];
+        Scalar* const ji = J + ld * (ij & 0xffff);
+        Scalar* const jj = J + ld * (ij >> 16);
+        const Scalar x0 = ji[r], y0 = jj[r], x1 = ji[r + half], y1 = jj[r + half];
+        ji[r] = cp * x0 - sp * y0;
+        jj[r] = sp * x0 + cp * y0;
+        ji[r + half] = cp * x1 - sp * y1;
+        jj[r + half] = sp * x1 + cp * y1;
       });
       member.team_barrier();
     }
@@ -248,10 +309,10 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
   auto rank_of = [&](const int c) {
     if (ctl.order == EigenOrder::unsorted)
       return c;
-    const Scalar dc = B[c + ld * c];
+    const Scalar dc = B[c + ldb * c];
     int rank = 0;
     for (int l = 0; l < n; ++l) {
-      const Scalar dl = B[l + ld * l];
+      const Scalar dl = B[l + ldb * l];
       const bool before = ctl.order == EigenOrder::descending ? dl > dc : dl < dc;
       rank += (before || (dl == dc && l < c)) ? 1 : 0;
     }
@@ -260,7 +321,7 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](const int c) {
     const int rank = rank_of(c);
     Kokkos::single(Kokkos::PerThread(member),
-                   [&]() { out.lambda[rank * out.lambda_stride] = B[c + ld * c] * unscale; });
+                   [&]() { out.lambda[rank * out.lambda_stride] = B[c + ldb * c] * unscale; });
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, n),
                          [&](const int r) { out.J(r, rank) = J[r + ld * c]; });
   });

@@ -1,0 +1,28 @@
+#pragma once
+// Threads per team of the Gram EVD kernel (kernels/gram_evd_team.hpp). A step
+// of an n x n EVD has n/2 rotations, n (n + 2) / 8 block updates and n^2 / 2
+// row rotations of J, separated by two team barriers, so small n leaves a
+// large team idle at every barrier while the rotation parameters (square
+// roots and divisions) set the step's latency: more, smaller teams per SM
+// hide it. Larger n has the work to fill more threads.
+
+namespace kwsvd::Impl {
+
+/// Fitted by hand to BM_kwsvd_gram_evd_threads of perf_gram_evd (team sizes
+/// 32 to 256, n in {16, 32, 48, 64}, batches 1000 and 10000, float and
+/// double) on an H200 (perf_tests/results/). Once the batch fills the GPU
+/// many times over, n = 16 runs best on one warp per matrix (float n = 32 on
+/// two); otherwise 128
+/// threads, and 256 for the larger double blocks (whose scratch allows few
+/// teams per SM, so each team needs its own parallelism) and for n = 64.
+inline int gram_evd_team_threads(int n, long batch, int scalar_bytes) {
+  if (n <= 16)
+    return batch >= 5000 ? 32 : 128;
+  if (n <= 32)
+    return scalar_bytes < 8 && batch >= 5000 ? 64 : 128;
+  if (n <= 48)
+    return scalar_bytes >= 8 ? 256 : 128;
+  return 256;
+}
+
+}  // namespace kwsvd::Impl
