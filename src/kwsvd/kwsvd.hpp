@@ -7,4 +7,5 @@
 #include "kwsvd/api/configuration.hpp"
 #include "kwsvd/api/errors.hpp"
 #include "kwsvd/api/options.hpp"
+#include "kwsvd/tuning/tailoring_plan.hpp"
 #include "kwsvd/version.hpp"

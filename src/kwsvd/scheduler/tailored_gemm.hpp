@@ -1,0 +1,336 @@
+#pragma once
+// Host side of the tailored batched GEMMs (W-cycle paper §IV-D-1, Fig. 6):
+// cutting every column-block pair into plates, packing the residual plates
+// into teams, and launching the Gram, its deterministic cross-plate
+// reduction and the fused update over a whole level in one launch each.
+//
+// Planning (build_plate_layout, make_tailored_gemm_work) allocates and is
+// done once per level shape; the launches allocate nothing. The host only
+// sees row counts, never matrix entries.
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "kwsvd/api/errors.hpp"
+#include "kwsvd/impl/kokkos_compat.hpp"
+#include "kwsvd/kernels/gram_team.hpp"
+#include "kwsvd/kernels/tailored_gemm_team.hpp"
+#include "kwsvd/tuning/tailoring_plan.hpp"
+
+namespace kwsvd::Impl {
+
+/// Which rows of which task each team processes, and where each plate's
+/// partial Gram goes.
+struct PlateLayout {
+  std::vector<PlateSegment> segments;  ///< grouped by team
+  std::vector<int> team_begin;         ///< teams + 1 offsets into segments
+  std::vector<int> partial_begin;      ///< tasks + 1 offsets: the task's partial slots
+};
+
+/// The tailoring of Fig. 6: every task's rows are cut into floor(m / delta)
+/// standard plates of delta rows, one team each, and one residual plate of
+/// m mod delta rows; residual plates are packed, in task order, into teams of
+/// at most pack_factor * delta rows (the paper's 1.2 delta).
+inline PlateLayout build_plate_layout(const std::vector<int>& task_rows, int delta,
+                                      double pack_factor = 1.2) {
+  if (delta < 1) {
+    throw_invalid_argument("kwsvd::Impl::build_plate_layout", "delta",
+                           "must be at least 1, got " + std::to_string(delta));
+  }
+  PlateLayout layout;
+  const int tasks = int(task_rows.size());
+  layout.partial_begin.assign(std::size_t(tasks) + 1, 0);
+  std::vector<PlateSegment> residuals;
+  int slot = 0;
+  for (int t = 0; t < tasks; ++t) {
+    const int m = task_rows[std::size_t(t)];
+    layout.partial_begin[std::size_t(t)] = slot;
+    const int standard = m / delta, rest = m - standard * delta;
+    for (int p = 0; p < standard; ++p) {
+      layout.team_begin.push_back(int(layout.segments.size()));
+      layout.segments.push_back({t, p * delta, delta, slot++});
+    }
+    if (rest > 0)
+      residuals.push_back({t, standard * delta, rest, slot++});
+  }
+  layout.partial_begin[std::size_t(tasks)] = slot;
+  const double limit = pack_factor * delta;
+  double in_team = 0;
+  for (std::size_t k = 0; k < residuals.size(); ++k) {
+    if (k == 0 || in_team + residuals[k].rows > limit) {
+      layout.team_begin.push_back(int(layout.segments.size()));
+      in_team = 0;
+    }
+    layout.segments.push_back(residuals[k]);
+    in_team += residuals[k].rows;
+  }
+  layout.team_begin.push_back(int(layout.segments.size()));
+  return layout;
+}
+
+/// A plate layout on the device plus the launch shape of one level.
+template <class ExecSpace>
+struct TailoredGemmWork {
+  using memory_space = typename ExecSpace::memory_space;
+  Kokkos::View<PlateSegment*, memory_space> segments;
+  Kokkos::View<int*, memory_space> team_begin, partial_begin;
+  int teams = 0, tasks = 0, partials = 0;
+  int w = 0, max_segment_rows = 0;
+  int team_threads = 0;
+};
+
+/// Plans a level: its tasks' row counts and the tailoring plan. Allocates.
+template <class ExecSpace>
+TailoredGemmWork<ExecSpace> make_tailored_gemm_work(const std::vector<int>& task_rows,
+                                                    const TailoringPlan& plan) {
+  constexpr const char* fn = "kwsvd::Impl::make_tailored_gemm_work";
+  if (plan.w < gemm_tile / 2 || (2 * plan.w) % gemm_tile != 0) {
+    throw_invalid_argument(fn, "plan.w",
+                           "must be a positive multiple of " + std::to_string(gemm_tile / 2) +
+                               ", got " + std::to_string(plan.w));
+  }
+  if (plan.team_threads < 1) {
+    throw_invalid_argument(fn, "plan.team_threads",
+                           "must be positive, got " + std::to_string(plan.team_threads));
+  }
+  const PlateLayout layout = build_plate_layout(task_rows, plan.delta);
+  TailoredGemmWork<ExecSpace> work;
+  work.tasks = int(task_rows.size());
+  work.teams = int(layout.team_begin.size()) - 1;
+  work.partials = layout.partial_begin.back();
+  work.w = plan.w;
+  work.team_threads = plan.team_threads;
+  for (const auto& s : layout.segments)
+    work.max_segment_rows = std::max(work.max_segment_rows, s.rows);
+  auto copy = [](const auto& host, const char* label) {
+    using T = typename std::decay_t<decltype(host)>::value_type;
+    Kokkos::View<T*, typename TailoredGemmWork<ExecSpace>::memory_space> d(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), host.size());
+    Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(
+        host.data(), host.size());
+    Kokkos::deep_copy(d, h);
+    return d;
+  };
+  work.segments = copy(layout.segments, "kwsvd::plate_segments");
+  work.team_begin = copy(layout.team_begin, "kwsvd::plate_team_begin");
+  work.partial_begin = copy(layout.partial_begin, "kwsvd::plate_partial_begin");
+  return work;
+}
+
+/// Scalars of partial-Gram workspace a level needs (one set of upper tiles
+/// per plate).
+template <class ExecSpace>
+std::size_t tailored_gram_partial_size(const TailoredGemmWork<ExecSpace>& work) {
+  return std::size_t(work.partials) * gram_upper_tiles(work.w) * gemm_tile * gemm_tile;
+}
+
+/// Scratch an update team aims for: small enough that several teams share an
+/// SM (a team alternates loading a chunk and computing on it, and other
+/// teams fill those gaps). The Gram takes all the device allows: each of its
+/// chunks ends with a read-modify-write of the plate's partial tiles, so
+/// fewer, longer chunks win there (measured on the H200, perf_tailored_gemm).
+constexpr std::size_t tailored_update_scratch_target = 24 * 1024;
+
+/// Rows per scratch chunk: as many as fit next to `reserved` bytes within
+/// `target` (or within the device limit when not even one row fits the
+/// target), at most the longest segment; 0 when not even one row fits.
+template <class ExecSpace, class Scalar>
+int tailored_chunk_rows(int w, int max_rows, std::size_t reserved,
+                        std::size_t target = std::size_t(-1)) {
+  const std::size_t device_limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
+  const std::size_t cols = std::size_t(2 * w);
+  std::size_t limit = std::min(device_limit, target);
+  if (reserved + scratch_bytes_for<ExecSpace, Scalar>(cols) > limit)
+    limit = device_limit;
+  if (reserved + scratch_bytes_for<ExecSpace, Scalar>(cols) > limit)
+    return 0;
+  const std::size_t fit = (limit - reserved) / (cols * sizeof(Scalar));
+  int rows = int(std::min<std::size_t>(std::size_t(std::max(1, max_rows)), fit));
+  // shmem_size adds alignment padding: step back until the request fits.
+  while (rows > 1 && reserved + scratch_bytes_for<ExecSpace, Scalar>(cols * rows) > limit)
+    --rows;
+  return rows;
+}
+
+template <class ExecSpace, class Scalar>
+struct PairGramFunctor {
+  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using ScratchVector = Kokkos::View<Scalar*, typename ExecSpace::scratch_memory_space,
+                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  const BlockPairTask<Scalar>* tasks;
+  const PlateSegment* segments;
+  const int* team_begin;
+  const int* mask;  // may be null
+  Scalar* partial;
+  int w, chunk_rows;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    ScratchVector X(member.team_scratch(0), std::size_t(2 * w) * chunk_rows);
+    const std::size_t slot_size = std::size_t(gram_upper_tiles(w)) * gemm_tile * gemm_tile;
+    for (int s = team_begin[member.league_rank()]; s < team_begin[member.league_rank() + 1]; ++s) {
+      const PlateSegment seg = segments[s];
+      const BlockPairTask<Scalar> task = tasks[seg.task];
+      if (mask != nullptr && mask[task.matrix] != 0)
+        continue;  // a converged matrix: nothing to compute (seed 002 Design-4)
+      gram_plate_team(member, task, seg, w, chunk_rows, X.data(),
+                      partial + seg.partial * slot_size);
+    }
+  }
+};
+
+template <class ExecSpace, class Scalar>
+struct PairGramReduceFunctor {
+  const BlockPairTask<Scalar>* tasks;
+  const int* partial_begin;
+  const int* mask;
+  const Scalar* partial;
+  Scalar* B;  // task t: column-major (2w) x (2w) at B + t (2w)^2
+  int w;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const std::size_t e) const {
+    const int n = 2 * w;
+    const std::size_t nn = std::size_t(n) * n;
+    const int t = int(e / nn);
+    const int idx = int(e - std::size_t(t) * nn);
+    if (mask != nullptr && mask[tasks[t].matrix] != 0)
+      return;
+    int a = idx % n, b = idx / n;
+    if (a / gemm_tile > b / gemm_tile) {
+      const int tmp = a;
+      a = b;
+      b = tmp;
+    }
+    const int P = a / gemm_tile, Q = b / gemm_tile;
+    const int tile = Q * (Q + 1) / 2 + P;
+    const int k = (a - P * gemm_tile) * gemm_tile + (b - Q * gemm_tile);
+    const std::size_t slot_size = std::size_t(gram_upper_tiles(w)) * gemm_tile * gemm_tile;
+    Scalar sum = 0;  // plates in a fixed order: the same sum run to run
+    for (int p = partial_begin[t]; p < partial_begin[t + 1]; ++p)
+      sum += partial[p * slot_size + std::size_t(tile) * gemm_tile * gemm_tile + k];
+    B[e] = sum;
+  }
+};
+
+/// Gram B_t = [A_i A_j]^T [A_i A_j] of every task of a level: one launch over
+/// the plates, one for the cross-plate sums. `partial` holds
+/// tailored_gram_partial_size(work) scalars; B holds (2w)^2 per task.
+/// Masked tasks (mask[task.matrix] != 0; mask may be null) are skipped and
+/// their B left unchanged.
+template <class ExecSpace, class Scalar>
+void launch_pair_gram(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& work,
+                      const BlockPairTask<Scalar>* tasks, const int* mask, Scalar* partial,
+                      Scalar* B) {
+  if (work.tasks == 0)
+    return;
+  const int w = work.w;
+  if (work.teams > 0) {
+    const int chunk = tailored_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows, 0);
+    if (chunk < 1) {
+      throw_invalid_argument("kwsvd::Impl::launch_pair_gram", "work.w",
+                             "= " + std::to_string(w) + ": one row of the pair does not fit the " +
+                                 "level-0 scratch of " + ExecSpace::name());
+    }
+    int lanes = 8;
+    while (lanes > 1 && lanes > vector_length_max<ExecSpace>())
+      lanes /= 2;
+    Kokkos::TeamPolicy<ExecSpace> probe(exec, work.teams, 1, lanes);
+    const std::size_t scratch = scratch_bytes_for<ExecSpace, Scalar>(std::size_t(2 * w) * chunk);
+    probe.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
+    const PairGramFunctor<ExecSpace, Scalar> f{
+        tasks, work.segments.data(), work.team_begin.data(), mask, partial, w, chunk};
+    const int team_max = probe.team_size_max(f, Kokkos::ParallelForTag());
+    // One team thread per tile, in as few equal rounds as the plan's T
+    // allows (36 tiles on 32 threads would take two rounds, the second
+    // nearly idle; 18 threads take two full ones).
+    const int tiles = gram_upper_tiles(w);
+    const int cap = std::max(1, std::min(work.team_threads / lanes, team_max));
+    const int rounds = (tiles + cap - 1) / cap;
+    const int team = (tiles + rounds - 1) / rounds;
+    Kokkos::TeamPolicy<ExecSpace> policy(exec, work.teams, team, lanes);
+    policy.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
+    Kokkos::parallel_for("kwsvd::tailored_gram", policy, f);
+  }
+  const std::size_t n2 = std::size_t(2 * w) * std::size_t(2 * w);
+  Kokkos::parallel_for("kwsvd::tailored_gram_reduce",
+                       Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::size_t>>(
+                           exec, 0, std::size_t(work.tasks) * n2),
+                       PairGramReduceFunctor<ExecSpace, Scalar>{tasks, work.partial_begin.data(),
+                                                                mask, partial, B, w});
+}
+
+template <class ExecSpace, class Scalar>
+struct PairUpdateFunctor {
+  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using ScratchVector = Kokkos::View<Scalar*, typename ExecSpace::scratch_memory_space,
+                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  const BlockPairTask<Scalar>* tasks;
+  const PlateSegment* segments;
+  const int* team_begin;
+  const int* mask;
+  const Scalar* J;  // pair p: column-major (2w) x (2w) at J + p (2w)^2
+  int w, chunk_rows;
+  bool j_in_scratch;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const int n = 2 * w;
+    const std::size_t nn = std::size_t(n) * n;
+    // Carved as launch_pair_update sized them.
+    ScratchVector Xv(member.team_scratch(0), std::size_t(n) * chunk_rows);
+    ScratchVector Jv(member.team_scratch(0), j_in_scratch ? nn : 0);
+    Scalar* const X = Xv.data();
+    Scalar* const Js = Jv.data();
+    for (int s = team_begin[member.league_rank()]; s < team_begin[member.league_rank() + 1]; ++s) {
+      const PlateSegment seg = segments[s];
+      const BlockPairTask<Scalar> task = tasks[seg.task];
+      if (mask != nullptr && mask[task.matrix] != 0)
+        continue;
+      const Scalar* Jt = J + std::size_t(task.pair) * nn;
+      if (j_in_scratch) {
+        member.team_barrier();  // the previous segment is done with Js
+        Kokkos::parallel_for(Kokkos::TeamVectorRange(member, int(nn)),
+                             [&](const int e) { Js[e] = Jt[e]; });
+        // update_plate_team's first barrier orders these stores before use.
+      }
+      update_plate_team(member, task, seg, w, chunk_rows, j_in_scratch ? Js : Jt, X);
+    }
+  }
+};
+
+/// [A_i A_j] <- [A_i A_j] J_{task.pair} for every task of a level (A's pairs
+/// and V's pairs may share one launch), one plate per team; masked tasks are
+/// skipped. J holds (2w)^2 scalars per pair, column-major.
+template <class ExecSpace, class Scalar>
+void launch_pair_update(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& work,
+                        const BlockPairTask<Scalar>* tasks, const int* mask, const Scalar* J) {
+  if (work.tasks == 0 || work.teams == 0)
+    return;
+  const int w = work.w;
+  const std::size_t j_bytes =
+      scratch_bytes_for<ExecSpace, Scalar>(std::size_t(2 * w) * std::size_t(2 * w));
+  // J in scratch when a useful chunk of rows still fits beside it.
+  constexpr std::size_t target = tailored_update_scratch_target;
+  int chunk = tailored_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows, j_bytes, target);
+  bool j_in_scratch = chunk >= std::min(32, std::max(1, work.max_segment_rows));
+  if (!j_in_scratch)
+    chunk = tailored_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows, 0, target);
+  if (chunk < 1) {
+    throw_invalid_argument("kwsvd::Impl::launch_pair_update", "work.w",
+                           "= " + std::to_string(w) + ": one row of the pair does not fit the " +
+                               "level-0 scratch of " + ExecSpace::name());
+  }
+  const std::size_t scratch = scratch_bytes_for<ExecSpace, Scalar>(std::size_t(2 * w) * chunk) +
+                              (j_in_scratch ? j_bytes : 0);
+  const PairUpdateFunctor<ExecSpace, Scalar> f{
+      tasks, work.segments.data(), work.team_begin.data(), mask, J, w, chunk, j_in_scratch};
+  Kokkos::TeamPolicy<ExecSpace> probe(exec, work.teams, 1, 1);
+  probe.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
+  const int team_max = probe.team_size_max(f, Kokkos::ParallelForTag());
+  const int team = std::max(1, std::min(work.team_threads, team_max));
+  Kokkos::TeamPolicy<ExecSpace> policy(exec, work.teams, team, 1);
+  policy.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
+  Kokkos::parallel_for("kwsvd::tailored_update", policy, f);
+}
+
+}  // namespace kwsvd::Impl

@@ -1,0 +1,158 @@
+#include "kwsvd/tuning/tailoring_plan.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "kwsvd/api/errors.hpp"
+
+namespace kwsvd {
+
+namespace {
+
+// Calibrated on an NVIDIA H200 with `kwsvd-calibrate -p double` (one 4096 x
+// 4096 matrix; perf_tests/results/2026-11-21-nvidia-h200-tuning-*.txt); the
+// paper measured 306,149 on a V100.
+constexpr double gpu_tlp_threshold = 131072;
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos)
+    return "";
+  const auto e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+double tailoring_tlp(const TailoringPlan& plan, const std::vector<MatrixShape>& shapes) {
+  if (plan.w <= 0 || plan.delta <= 0)
+    return 0;
+  double sum = 0;
+  for (const auto& s : shapes)
+    sum += double(s.cols) * double(s.rows);
+  // eq. (8)'s 2w: eq. (10) prints w, but the paper's worked example (f1 =
+  // 68,267 and 409,600 for 100 matrices of 256 x 256) uses 2w.
+  return sum / (2.0 * plan.w * double(plan.delta)) * double(plan.team_threads);
+}
+
+double tailoring_ai_gram(const TailoringPlan& plan, int load_width) {
+  return double(load_width) * 2.0 * plan.w;
+}
+
+double tailoring_ai_update(const TailoringPlan& plan, int load_width) {
+  const double w2 = 2.0 * plan.w;
+  return double(load_width) * w2 * plan.delta / (w2 + plan.delta);
+}
+
+std::vector<TailoringPlan> tailoring_candidates(int max_rows, int w_max) {
+  std::vector<TailoringPlan> out;
+  if (max_rows <= 0 || w_max < 8)
+    return out;
+  int w_top = 0;
+  for (int w : {48, 32, 24})
+    if (w <= w_max) {
+      w_top = w;
+      break;
+    }
+  const int m = max_rows;
+  auto delta = [&](int div) { return std::max(std::min(8, m), m / div); };
+  const TailoringPlan table[] = {{w_top, delta(1), 256}, {24, delta(1), 256}, {24, delta(2), 256},
+                                 {16, delta(2), 256},    {16, delta(4), 256}, {16, delta(8), 256},
+                                 {8, delta(4), 128},     {8, delta(8), 128}};
+  for (const auto& p : table) {
+    if (p.w <= 0 || p.w > w_max)
+      continue;
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const TailoringPlan& q) {
+      return q.w == p.w && q.delta == p.delta && q.team_threads == p.team_threads;
+    });
+    if (!seen)
+      out.push_back(p);
+  }
+  return out;
+}
+
+TailoringPlan choose_tailoring_plan(const std::vector<TailoringPlan>& candidates,
+                                    const std::vector<MatrixShape>& shapes, double tlp_threshold) {
+  if (candidates.empty()) {
+    Impl::throw_invalid_argument("kwsvd::choose_tailoring_plan", "candidates",
+                                 "is empty: no block width fits this device's scratch");
+  }
+  for (const auto& p : candidates)
+    if (tailoring_tlp(p, shapes) >= tlp_threshold)
+      return p;
+  return candidates.back();
+}
+
+TuningParameters default_tuning_parameters(bool gpu) {
+  if (gpu)
+    return {gpu_tlp_threshold, "NVIDIA H200", "built-in default (calibrated on an NVIDIA H200)"};
+  return {1, "host", "built-in default for host backends"};
+}
+
+TuningParameters read_tuning_file(const std::string& path) {
+  constexpr const char* fn = "kwsvd::read_tuning_file";
+  std::ifstream in(path);
+  if (!in)
+    Impl::throw_invalid_argument(fn, "path", "'" + path + "' cannot be opened");
+  TuningParameters p;
+  p.source = path;
+  bool have_threshold = false;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const auto hash = line.find('#');
+    if (hash != std::string::npos)
+      line.resize(hash);
+    line = trim(line);
+    if (line.empty())
+      continue;
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) {
+      Impl::throw_invalid_argument(fn, "path",
+                                   "'" + path + "' line " + std::to_string(number) +
+                                       ": expected 'key = value', got '" + line + "'");
+    }
+    const std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
+    if (key == "tlp_threshold") {
+      char* end = nullptr;
+      p.tlp_threshold = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(p.tlp_threshold > 0)) {
+        Impl::throw_invalid_argument(fn, "path",
+                                     "'" + path + "' line " + std::to_string(number) +
+                                         ": tlp_threshold must be a positive number, got '" +
+                                         value + "'");
+      }
+      have_threshold = true;
+    } else if (key == "device") {
+      p.device = value;
+    }  // other keys: informational (the calibration's measurements)
+  }
+  if (!have_threshold)
+    Impl::throw_invalid_argument(fn, "path", "'" + path + "' has no tlp_threshold line");
+  return p;
+}
+
+void write_tuning_file(const std::string& path, const TuningParameters& parameters,
+                       const std::string& comment) {
+  std::ofstream out(path);
+  std::istringstream lines(comment);
+  std::string line;
+  while (std::getline(lines, line))
+    out << "# " << line << "\n";
+  out << "device = " << parameters.device << "\n";
+  out << "tlp_threshold = " << parameters.tlp_threshold << "\n";
+  if (!out) {
+    Impl::throw_invalid_argument("kwsvd::write_tuning_file", "path",
+                                 "'" + path + "' cannot be written");
+  }
+}
+
+TuningParameters active_tuning_parameters(bool gpu) {
+  const char* file = std::getenv("KWSVD_TUNING_FILE");
+  if (file != nullptr && *file != '\0')
+    return read_tuning_file(file);
+  return default_tuning_parameters(gpu);
+}
+
+}  // namespace kwsvd

@@ -1,0 +1,81 @@
+#pragma once
+// The tailoring plan of the two batched GEMMs of a W-cycle level and the
+// auto-tuning engine that picks it (W-cycle paper §IV-D-2 and -3).
+//
+// A plan is (w, delta, T): column-block width, plate height and threads per
+// team. The performance models rate a plan by its thread-level parallelism
+// (eq. 8: f1 = sum_k n_k m_k / (2w delta) * T) and by the arithmetic
+// intensity of the Gram (f2 = L * 2w) and of the update (f3 = L * 2w delta /
+// (2w + delta)), L the scalars per load. The engine walks the candidates of
+// Table II, ordered by increasing TLP and decreasing AI, and takes the first
+// whose TLP reaches a per-platform threshold: enough parallelism to fill the
+// device, with as much data reuse (and as wide blocks, hence as few sweeps
+// of block rotations) as that allows. The threshold is measured once per
+// platform by the calibration command (perf_tests/calibrate_tailoring.cpp,
+// the paper's inflection-point method) and read from a tuning file.
+
+#include <string>
+#include <vector>
+
+namespace kwsvd {
+
+/// One tailoring plan (a row of the paper's Table II).
+struct TailoringPlan {
+  int w = 0;             ///< column-block width
+  int delta = 0;         ///< rows of a standard plate
+  int team_threads = 0;  ///< threads per team (T_h)
+};
+
+/// Rows and columns of one matrix of a batch.
+struct MatrixShape {
+  int rows = 0;
+  int cols = 0;
+};
+
+/// Per-platform parameters of the auto-tuning engine.
+struct TuningParameters {
+  double tlp_threshold = 0;  ///< f1 a plan must reach (eq. 10)
+  std::string device;        ///< what it was measured on
+  std::string source;        ///< "built-in default ..." or the tuning file's path
+};
+
+/// eq. (8)/(10) f1: threads of both GEMMs over the batch.
+double tailoring_tlp(const TailoringPlan& plan, const std::vector<MatrixShape>& shapes);
+
+/// eq. (9)/(10) f2 and f3 with `load_width` scalars per load request.
+double tailoring_ai_gram(const TailoringPlan& plan, int load_width);
+double tailoring_ai_update(const TailoringPlan& plan, int load_width);
+
+/// The candidates of Table II for the batch's largest row count m*, without
+/// widths above w_max (the widest block pair whose rotation the level can
+/// compute in scratch): (w_top, m*, 256), (24, m*, 256), (24, m*/2, 256),
+/// (16, m*/2, 256), (16, m*/4, 256), (16, m*/8, 256), (8, m*/4, 128),
+/// (8, m*/8, 128), w_top the largest of 48, 32, 24 that fits; plate heights
+/// are at least 8 rows, duplicates dropped. In order of increasing TLP.
+std::vector<TailoringPlan> tailoring_candidates(int max_rows, int w_max);
+
+/// The engine: the first candidate whose TLP reaches the threshold, else the
+/// one with the most parallelism (the last). Throws kwsvd::invalid_argument
+/// when there is no candidate.
+TailoringPlan choose_tailoring_plan(const std::vector<TailoringPlan>& candidates,
+                                    const std::vector<MatrixShape>& shapes, double tlp_threshold);
+
+/// Built-in parameters: for GPUs the threshold calibrated on an NVIDIA H200
+/// (and used for the H100, the same SM count class); for host backends a
+/// threshold of 1, which selects the widest, most cache-friendly plan.
+TuningParameters default_tuning_parameters(bool gpu);
+
+/// Reads a tuning file ("key = value" lines: tlp_threshold, device; '#'
+/// starts a comment). Throws kwsvd::invalid_argument naming the file and the
+/// line when it cannot be read or lacks tlp_threshold.
+TuningParameters read_tuning_file(const std::string& path);
+
+/// Writes one (what the calibration command produces). Throws on I/O errors.
+void write_tuning_file(const std::string& path, const TuningParameters& parameters,
+                       const std::string& comment);
+
+/// The parameters the library uses: the file named by the environment
+/// variable KWSVD_TUNING_FILE when set, else the built-in defaults.
+TuningParameters active_tuning_parameters(bool gpu);
+
+}  // namespace kwsvd

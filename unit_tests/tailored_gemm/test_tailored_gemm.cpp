@@ -1,0 +1,338 @@
+// Tailored batched GEMMs (Gram and fused update of column-block pairs) against
+// a plain double-precision reference, for mixed-m batches, every block width
+// the tuning engine can pick, both layouts, narrow last blocks and masks; the
+// plate layout and the auto-tuning engine on the host.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common/oracle.hpp"
+#include "kwsvd/kwsvd.hpp"
+#include "kwsvd/scheduler/tailored_gemm.hpp"
+
+namespace {
+
+using Exec = Kokkos::DefaultExecutionSpace;
+using kwsvd::Impl::BlockPairTask;
+
+template <class T, class L>
+struct Case {
+  using Scalar = T;
+  using Layout = L;
+};
+
+// A batch of matrices with different row counts in one rank-3 View
+// (batch, m_max, n), each matrix using its first m_k rows, and the tasks of
+// one level over it: pairs of blocks of width w, the last block narrower.
+template <class T, class L>
+struct Level {
+  int w = 0, n = 0;
+  std::vector<int> rows;  // m_k
+  Kokkos::View<T***, L> A;
+  std::vector<std::vector<double>> host;  // matrix k, column-major m_k x n
+  std::vector<BlockPairTask<T>> tasks;
+  Kokkos::View<BlockPairTask<T>*> tasks_d;
+
+  Level(int w_, const std::vector<int>& m, std::uint64_t seed) : w(w_), rows(m) {
+    n = 4 * w - w / 2;  // blocks of w, w, w, w/2
+    const int m_max = *std::max_element(m.begin(), m.end());
+    A = Kokkos::View<T***, L>("A", m.size(), m_max, n);
+    auto h = Kokkos::create_mirror_view(A);
+    for (std::size_t k = 0; k < m.size(); ++k) {
+      const auto r = kwsvd::test::random_matrix<T>(m[k], n, seed + k);
+      host.emplace_back(r.begin(), r.end());
+      for (int c = 0; c < n; ++c)
+        for (int i = 0; i < m[k]; ++i)
+          h(k, i, c) = r[i + std::size_t(m[k]) * c];
+    }
+    Kokkos::deep_copy(A, h);
+    // Disjoint pairs (0, 3) and (1, 2): block 3 is the narrow one.
+    int pair = 0;
+    for (std::size_t k = 0; k < m.size(); ++k)
+      for (auto [bi, bj] : {std::pair<int, int>{0, 3}, {1, 2}}) {
+        BlockPairTask<T> t;
+        t.data = A.data() + k * A.stride(0);
+        t.row_stride = std::ptrdiff_t(A.stride(1));
+        t.col_stride = std::ptrdiff_t(A.stride(2));
+        t.rows = m[k];
+        t.col_i = bi * w;
+        t.col_j = bj * w;
+        t.width_i = std::min(w, n - bi * w);
+        t.width_j = std::min(w, n - bj * w);
+        t.matrix = int(k);
+        t.pair = pair++;
+        tasks.push_back(t);
+      }
+    tasks_d = Kokkos::View<BlockPairTask<T>*>("tasks", tasks.size());
+    auto th = Kokkos::create_mirror_view(tasks_d);
+    for (std::size_t t = 0; t < tasks.size(); ++t)
+      th(t) = tasks[t];
+    Kokkos::deep_copy(tasks_d, th);
+  }
+
+  std::vector<int> task_rows() const {
+    std::vector<int> r;
+    for (const auto& t : tasks)
+      r.push_back(t.rows);
+    return r;
+  }
+
+  // Column c of task t's m x 2w operand in the host copy (zero when absent).
+  double x(std::size_t t, int r, int c) const {
+    const auto& task = tasks[t];
+    const int col = task.column(c, w);
+    return col < 0 ? 0.0 : host[std::size_t(task.matrix)][r + std::size_t(task.rows) * col];
+  }
+};
+
+// A device mask with only matrix `masked` set, filled on the host: deep_copy
+// of a scalar into a device View faulted (illegal address in Kokkos's
+// ViewFill) in this CUDA build, like every fill of the tests.
+Kokkos::View<int*> mask_of(std::size_t matrices, std::size_t masked) {
+  Kokkos::View<int*> mask("mask", matrices);
+  auto h = Kokkos::create_mirror_view(mask);
+  for (std::size_t k = 0; k < matrices; ++k)
+    h(k) = k == masked ? 1 : 0;
+  Kokkos::deep_copy(mask, h);
+  return mask;
+}
+
+template <class C>
+class TailoredGemm : public ::testing::Test {
+ public:
+  using TestScalar = typename C::Scalar;
+  using TestLayout = typename C::Layout;
+  // Mixed m, including fewer rows than a plate and exact multiples of it.
+  const std::vector<int> mixed_rows = {5, 37, 64, 130, 201};
+};
+
+using Cases = ::testing::Types<Case<double, Kokkos::LayoutLeft>, Case<double, Kokkos::LayoutRight>,
+                               Case<float, Kokkos::LayoutLeft>, Case<float, Kokkos::LayoutRight>>;
+TYPED_TEST_SUITE(TailoredGemm, Cases);
+
+TYPED_TEST(TailoredGemm, GramMatchesReferenceForEveryWidth) {
+  using T = typename TestFixture::TestScalar;
+  using L = typename TestFixture::TestLayout;
+  for (int w : {4, 8, 16, 24, 32, 48}) {
+    for (int delta : {16, 64, 201}) {
+      Level<T, L> level(w, this->mixed_rows, 100 + w);
+      auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(level.task_rows(), {w, delta, 128});
+      const int n2 = 2 * w;
+      Kokkos::View<T*> partial("partial", kwsvd::Impl::tailored_gram_partial_size(work));
+      Kokkos::View<T*> B("B", level.tasks.size() * n2 * n2);
+      kwsvd::Impl::launch_pair_gram(Exec(), work, level.tasks_d.data(), nullptr, partial.data(),
+                                    B.data());
+      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), B);
+      for (std::size_t t = 0; t < level.tasks.size(); ++t) {
+        const int m = level.tasks[t].rows;
+        const double tol = 2 * kwsvd::test::gamma<T>(m);
+        for (int b = 0; b < n2; ++b)
+          for (int a = 0; a < n2; ++a) {
+            double ref = 0, mag = 0;
+            for (int r = 0; r < m; ++r) {
+              ref += level.x(t, r, a) * level.x(t, r, b);
+              mag += std::abs(level.x(t, r, a) * level.x(t, r, b));
+            }
+            const double got = h(t * n2 * n2 + a + std::size_t(n2) * b);
+            ASSERT_LE(std::abs(got - ref), tol * mag + 1e-300)
+                << "w " << w << " delta " << delta << " task " << t << " entry (" << a << ", " << b
+                << ")";
+          }
+      }
+    }
+  }
+}
+
+TYPED_TEST(TailoredGemm, GramIsTheSameRunToRun) {
+  using T = typename TestFixture::TestScalar;
+  using L = typename TestFixture::TestLayout;
+  Level<T, L> level(16, this->mixed_rows, 7);
+  auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(level.task_rows(), {16, 24, 256});
+  Kokkos::View<T*> partial("partial", kwsvd::Impl::tailored_gram_partial_size(work));
+  Kokkos::View<T*> B1("B1", level.tasks.size() * 32 * 32), B2("B2", B1.size());
+  kwsvd::Impl::launch_pair_gram(Exec(), work, level.tasks_d.data(), nullptr, partial.data(),
+                                B1.data());
+  kwsvd::Impl::launch_pair_gram(Exec(), work, level.tasks_d.data(), nullptr, partial.data(),
+                                B2.data());
+  auto h1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), B1);
+  auto h2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), B2);
+  for (std::size_t e = 0; e < h1.size(); ++e)
+    ASSERT_EQ(h1(e), h2(e)) << e;
+}
+
+TYPED_TEST(TailoredGemm, FusedUpdateMatchesReferenceForEveryWidth) {
+  using T = typename TestFixture::TestScalar;
+  using L = typename TestFixture::TestLayout;
+  for (int w : {4, 8, 16, 24, 32, 48}) {
+    for (int delta : {16, 201}) {
+      Level<T, L> level(w, this->mixed_rows, 300 + w);
+      const int n2 = 2 * w;
+      // A different J per pair (any matrix: the kernel is a GEMM).
+      std::vector<std::vector<double>> js;
+      Kokkos::View<T*> J("J", level.tasks.size() * n2 * n2);
+      auto jh = Kokkos::create_mirror_view(J);
+      for (std::size_t t = 0; t < level.tasks.size(); ++t) {
+        const auto r = kwsvd::test::random_matrix<T>(n2, n2, 900 + t);
+        js.emplace_back(r.begin(), r.end());
+        for (int e = 0; e < n2 * n2; ++e)
+          jh(t * n2 * n2 + e) = r[std::size_t(e)];
+      }
+      Kokkos::deep_copy(J, jh);
+      // Matrix 2 is masked (converged): it must come back untouched.
+      const auto mask = mask_of(level.rows.size(), 2);
+      auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(level.task_rows(), {w, delta, 128});
+      kwsvd::Impl::launch_pair_update(Exec(), work, level.tasks_d.data(), mask.data(), J.data());
+      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), level.A);
+      for (std::size_t t = 0; t < level.tasks.size(); ++t) {
+        const auto& task = level.tasks[t];
+        const bool masked = task.matrix == 2;
+        for (int c = 0; c < n2; ++c) {
+          const int col = task.column(c, w);
+          if (col < 0)
+            continue;
+          for (int r = 0; r < task.rows; ++r) {
+            double ref = 0, mag = 0;
+            for (int k = 0; k < n2; ++k) {
+              ref += level.x(t, r, k) * js[t][k + std::size_t(n2) * c];
+              mag += std::abs(level.x(t, r, k) * js[t][k + std::size_t(n2) * c]);
+            }
+            if (masked)
+              ref = level.x(t, r, c), mag = 0;
+            const double tol = 2 * kwsvd::test::gamma<T>(n2);
+            ASSERT_LE(std::abs(double(h(task.matrix, r, col)) - ref), tol * mag)
+                << "w " << w << " delta " << delta << " task " << t << " row " << r << " col "
+                << col << (masked ? " (masked)" : "");
+          }
+        }
+      }
+    }
+  }
+}
+
+TYPED_TEST(TailoredGemm, MaskedGramLeavesItsOutputAlone) {
+  using T = typename TestFixture::TestScalar;
+  using L = typename TestFixture::TestLayout;
+  Level<T, L> level(8, this->mixed_rows, 11);
+  auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(level.task_rows(), {8, 32, 128});
+  Kokkos::View<T*> partial("partial", kwsvd::Impl::tailored_gram_partial_size(work));
+  Kokkos::View<T*> B("B", level.tasks.size() * 16 * 16);
+  kwsvd::test::fill(B, T(-7));
+  const auto mask = mask_of(level.rows.size(), 1);
+  kwsvd::Impl::launch_pair_gram(Exec(), work, level.tasks_d.data(), mask.data(), partial.data(),
+                                B.data());
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), B);
+  for (std::size_t t = 0; t < level.tasks.size(); ++t) {
+    const bool masked = level.tasks[t].matrix == 1;
+    EXPECT_EQ(h(t * 256) == T(-7), masked) << "task " << t;  // B(0,0) = ||a_0||^2 > 0 otherwise
+  }
+}
+
+TEST(TailoredGemmPlan, PlatesCoverEveryRowOnceAndPackResiduals) {
+  const std::vector<int> rows = {5, 37, 64, 130, 201, 0, 16};
+  for (int delta : {1, 7, 16, 64, 300}) {
+    const auto layout = kwsvd::Impl::build_plate_layout(rows, delta);
+    std::vector<std::vector<int>> seen(rows.size());
+    for (std::size_t t = 0; t < rows.size(); ++t)
+      seen[t].assign(std::size_t(rows[t]), 0);
+    std::vector<int> slots(std::size_t(layout.partial_begin.back()), 0);
+    for (std::size_t team = 0; team + 1 < layout.team_begin.size(); ++team) {
+      int team_rows = 0, count = 0;
+      for (int s = layout.team_begin[team]; s < layout.team_begin[team + 1]; ++s, ++count) {
+        const auto& seg = layout.segments[std::size_t(s)];
+        team_rows += seg.rows;
+        for (int r = seg.row_begin; r < seg.row_begin + seg.rows; ++r)
+          ++seen[std::size_t(seg.task)][std::size_t(r)];
+        ASSERT_GE(seg.partial, layout.partial_begin[std::size_t(seg.task)]);
+        ASSERT_LT(seg.partial, layout.partial_begin[std::size_t(seg.task) + 1]);
+        ++slots[std::size_t(seg.partial)];
+        if (seg.rows == delta) {
+          ASSERT_EQ(seg.row_begin % delta, 0);
+        }
+      }
+      ASSERT_GE(count, 1);
+      // A standard plate alone, or residuals packed up to 1.2 delta rows.
+      ASSERT_TRUE(team_rows == delta || team_rows <= 1.2 * delta) << team_rows;
+    }
+    for (std::size_t t = 0; t < rows.size(); ++t)
+      for (int c : seen[t])
+        ASSERT_EQ(c, 1) << "delta " << delta << " task " << t;
+    for (int c : slots)
+      ASSERT_EQ(c, 1);
+  }
+}
+
+TEST(TailoredGemmPlan, CandidatesFollowTableTwoAndTheEnginePicksByThreshold) {
+  // The paper's example (Table III): m* = 256, w up to 48.
+  const auto c = kwsvd::tailoring_candidates(256, 48);
+  const std::vector<std::array<int, 3>> table3 = {{48, 256, 256}, {24, 256, 256}, {24, 128, 256},
+                                                  {16, 128, 256}, {16, 64, 256},  {16, 32, 256},
+                                                  {8, 64, 128},   {8, 32, 128}};
+  ASSERT_EQ(c.size(), table3.size());
+  for (std::size_t k = 0; k < c.size(); ++k) {
+    EXPECT_EQ(c[k].w, table3[k][0]) << k;
+    EXPECT_EQ(c[k].delta, table3[k][1]) << k;
+    EXPECT_EQ(c[k].team_threads, table3[k][2]) << k;
+  }
+  // 100 matrices of 256 x 256: f1 of the first plan is 68,267 and the
+  // paper's V100 threshold (306,149) selects the fourth (f1 = 409,600).
+  const std::vector<kwsvd::MatrixShape> shapes(100, {256, 256});
+  EXPECT_NEAR(kwsvd::tailoring_tlp(c[0], shapes), 68267, 1);
+  const auto pick = kwsvd::choose_tailoring_plan(c, shapes, 306149);
+  EXPECT_EQ(pick.w, 16);
+  EXPECT_EQ(pick.delta, 128);
+  EXPECT_NEAR(kwsvd::tailoring_tlp(pick, shapes), 409600, 1);
+  // The Gram's AI never rises along the list; TLP rises within each team
+  // size (eq. 10 puts the T = 128 plans below the last T = 256 one).
+  for (std::size_t k = 1; k < c.size(); ++k) {
+    EXPECT_LE(kwsvd::tailoring_ai_gram(c[k], 2), kwsvd::tailoring_ai_gram(c[k - 1], 2));
+    if (c[k].team_threads == c[k - 1].team_threads) {
+      EXPECT_GE(kwsvd::tailoring_tlp(c[k], shapes), kwsvd::tailoring_tlp(c[k - 1], shapes));
+    }
+  }
+  // Nothing reaches a huge threshold: the most parallel plan. A narrow
+  // device limit drops the wide blocks.
+  EXPECT_EQ(kwsvd::choose_tailoring_plan(c, shapes, 1e18).w, 8);
+  EXPECT_EQ(kwsvd::tailoring_candidates(256, 24).front().w, 24);
+  EXPECT_EQ(kwsvd::tailoring_candidates(256, 32).front().w, 32);
+  EXPECT_TRUE(kwsvd::tailoring_candidates(256, 4).empty());
+  EXPECT_THROW(kwsvd::choose_tailoring_plan({}, shapes, 1), kwsvd::invalid_argument);
+}
+
+TEST(TailoredGemmPlan, TuningFileRoundTripsAndBadFilesAreNamed) {
+  const std::string path = ::testing::TempDir() + "kwsvd_tuning_test.txt";
+  kwsvd::TuningParameters p{123456, "Test GPU", ""};
+  kwsvd::write_tuning_file(path, p, "written by a unit test\nsecond line");
+  const auto q = kwsvd::read_tuning_file(path);
+  EXPECT_EQ(q.tlp_threshold, 123456);
+  EXPECT_EQ(q.device, "Test GPU");
+  EXPECT_EQ(q.source, path);
+  {
+    std::ofstream bad(path);
+    bad << "device = x\ntlp_threshold = -3\n";
+  }
+  try {
+    kwsvd::read_tuning_file(path);
+    ADD_FAILURE() << "no exception";
+  } catch (const kwsvd::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+  }
+  {
+    std::ofstream bad(path);
+    bad << "device = x\n";
+  }
+  EXPECT_THROW(kwsvd::read_tuning_file(path), kwsvd::invalid_argument);
+  EXPECT_THROW(kwsvd::read_tuning_file(path + ".missing"), kwsvd::invalid_argument);
+  std::remove(path.c_str());
+  EXPECT_GT(kwsvd::default_tuning_parameters(true).tlp_threshold, 1);
+  EXPECT_EQ(kwsvd::default_tuning_parameters(false).tlp_threshold, 1);
+}
+
+}  // namespace
