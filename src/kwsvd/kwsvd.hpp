@@ -4,6 +4,7 @@
 #include "kwsvd/api/batched_gram.hpp"
 #include "kwsvd/api/batched_gram_evd.hpp"
 #include "kwsvd/api/batched_small_svd.hpp"
+#include "kwsvd/api/batched_svd.hpp"
 #include "kwsvd/api/configuration.hpp"
 #include "kwsvd/api/errors.hpp"
 #include "kwsvd/api/options.hpp"

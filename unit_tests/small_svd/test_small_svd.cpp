@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/oracle.hpp"
+#include "common/svd_batch.hpp"
 #include "kwsvd/kwsvd.hpp"
 
 namespace {
@@ -26,12 +27,8 @@ struct Case {
   using Layout = L;
 };
 
-// One batched call's results, per matrix, as column-major host vectors.
 template <class T>
-struct BatchResult {
-  std::vector<std::vector<T>> s, u, v;
-  std::vector<kwsvd::SvdInfo> info;
-};
+using BatchResult = kwsvd::test::BatchResult<T>;
 
 template <class C>
 class SmallSvd : public ::testing::Test {
@@ -59,53 +56,16 @@ class SmallSvd : public ::testing::Test {
   // an entry the kernel never writes fails the checks.
   BatchResult<TestScalar> run(const std::vector<std::vector<TestScalar>>& mats, int m, int n,
                               kwsvd::SvdOptions options = {}) {
-    const int batch = int(mats.size()), k = std::min(m, n);
-    auto A = kwsvd::test::to_device<TestScalar, TestLayout>(mats, m, n);
-    Kokkos::View<TestScalar***, TestLayout> U("U", batch, m, k), V("V", batch, n, k);
-    Kokkos::View<TestScalar**, TestLayout> S("S", batch, k);
-    Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
-    const TestScalar nan = std::numeric_limits<TestScalar>::quiet_NaN();
-    kwsvd::test::fill(U, nan);
-    kwsvd::test::fill(V, nan);
-    kwsvd::test::fill(S, nan);
-    kwsvd::batched_small_svd(Exec(), A, S, U, V, info, options);
-    auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
-    auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U);
-    auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), V);
-    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
-    BatchResult<TestScalar> r;
-    for (int b = 0; b < batch; ++b) {
-      std::vector<TestScalar> s(k), u(std::size_t(m) * k), v(std::size_t(n) * k);
-      for (int l = 0; l < k; ++l) {
-        s[l] = hs(b, l);
-        for (int i = 0; i < m; ++i)
-          u[i + std::size_t(m) * l] = hu(b, i, l);
-        for (int j = 0; j < n; ++j)
-          v[j + std::size_t(n) * l] = hv(b, j, l);
-      }
-      r.s.push_back(s);
-      r.u.push_back(u);
-      r.v.push_back(v);
-      r.info.push_back(hi(b));
-    }
-    return r;
+    return kwsvd::test::run_svd_batch<TestScalar, TestLayout>(
+        mats, m, n,
+        [&](const auto& A, const auto& S, const auto& U, const auto& V, const auto& info) {
+          kwsvd::batched_small_svd(Exec(), A, S, U, V, info, options);
+        });
   }
 
-  // e1..e4 below 30 u, values descending, converged.
   void expect_accurate(const std::vector<std::vector<TestScalar>>& mats, int m, int n,
                        const BatchResult<TestScalar>& r, const std::string& what) {
-    const double bound = 30 * unit_roundoff();
-    for (std::size_t b = 0; b < mats.size(); ++b) {
-      const auto e = svd_errors(mats[b], m, n, r.s[b], r.u[b], r.v[b]);
-      EXPECT_LT(e.e1, bound) << what << " matrix " << b << " " << m << "x" << n << ": e1";
-      EXPECT_LT(e.e2, bound) << what << " matrix " << b << " " << m << "x" << n << ": e2";
-      EXPECT_LT(e.e3, bound) << what << " matrix " << b << " " << m << "x" << n << ": e3";
-      EXPECT_LT(e.e4, bound) << what << " matrix " << b << " " << m << "x" << n << ": e4";
-      for (std::size_t l = 1; l < r.s[b].size(); ++l)
-        ASSERT_GE(r.s[b][l - 1], r.s[b][l]) << what << ": singular values not descending";
-      EXPECT_EQ(r.info[b].converged, 1) << what;
-      EXPECT_EQ(r.info[b].nonfinite_input, 0) << what;
-    }
+    kwsvd::test::expect_accurate(mats, m, n, r, what);
   }
 
   void check_random(int batch, int m, int n) {

@@ -166,7 +166,8 @@ void batched_gram_evd(const ExecSpace& exec, const BView& B, const LambdaView& l
       std::ptrdiff_t(J.stride(0)),
       info.data(),
       int(n),
-      Impl::GramEvdControl<Scalar>{tol, options.max_sweeps, options.sweeps, options.order}};
+      Impl::GramEvdControl<Scalar>{tol, options.max_sweeps, options.sweeps, options.order,
+                                   options.positive_semidefinite}};
   const std::size_t scratch = Impl::gram_evd_scratch_bytes<ExecSpace, Scalar>(int(n));
   // Vector lanes only serve the column loops that load and store the matrix;
   // every per-step loop is spread over all threads of the team.

@@ -38,6 +38,10 @@ struct SvdOptions {
   /// 4, 8, 16 or 32. Either way clamped to what the backend supports.
   int lanes_per_pair = 0;
   LanesRule lanes_rule = LanesRule::measured;
+  /// batched_svd: solve matrices that fit level-0 scratch in the level-0
+  /// kernel (the default). false sends every matrix through the W-cycle's
+  /// block rotations, for tests and comparisons.
+  bool level0 = true;
 };
 
 /// Order of the eigenvalues (and eigenvector columns) of an EVD.
@@ -63,6 +67,12 @@ struct EvdOptions {
   /// Threads per team (one team per matrix); 0 picks the tuned value of
   /// tuning/gram_evd_team_threads.hpp. Clamped to what the backend allows.
   int team_threads = 0;
+  /// The inputs are Gram matrices (positive semidefinite), as in the W-cycle:
+  /// rotate on the relative test alone, without the absolute floor u max|b|
+  /// that keeps indefinite inputs from rotating on rounding noise. This is
+  /// what gives the vectors of tiny eigenvalues (small singular values of
+  /// the underlying columns) their accuracy.
+  bool positive_semidefinite = false;
 };
 
 /// Per-matrix outcome of a batched SVD.

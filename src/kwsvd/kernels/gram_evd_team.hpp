@@ -81,6 +81,7 @@ struct GramEvdControl {
   int max_sweeps;    // sweeps allowed when running to convergence
   int fixed_sweeps;  // > 0: run exactly this many sweeps (fewer if nothing is left to rotate)
   EigenOrder order;
+  bool positive_semidefinite;  // no absolute floor (EvdOptions)
 };
 
 /// q / d for 0 <= q < 2^22 and d > 0 in three cheap instructions instead of
@@ -196,7 +197,17 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
   // relative accuracy; below the absolute floor u max|b| an entry is rounding
   // noise for any symmetric matrix, which keeps indefinite inputs (whose
   // diagonal may tend to 0) from rotating forever.
-  const Scalar floor = scalar_limits<Scalar>::epsilon / 2 * amax * scale;
+  // Gram inputs (positive_semidefinite) drop that floor, which would hide
+  // the coupling of columns far smaller than the largest, and instead leave
+  // alone the columns that are numerically zero next to the block's largest:
+  // b_jj below (n' u)^2 max|b|. Their direction is rounding noise of the
+  // block update that produced them, so no rotation could make them
+  // orthogonal relative to their own length (rank-deficient inputs).
+  const Scalar floor =
+      ctl.positive_semidefinite ? Scalar(0) : scalar_limits<Scalar>::epsilon / 2 * amax * scale;
+  const bool psd = ctl.positive_semidefinite;
+  const Scalar zero_column = Scalar(ne) * Scalar(ne) * scalar_limits<Scalar>::epsilon *
+                             scalar_limits<Scalar>::epsilon / 4 * amax * scale;
   const Scalar tiny = scalar_limits<Scalar>::min_normal;
   const int sweep_limit = ctl.fixed_sweeps > 0 ? ctl.fixed_sweeps : ctl.max_sweeps;
   int sweeps = 0;
@@ -219,10 +230,10 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
         const Scalar bii = B[i + ldb * i], bjj = B[j + ldb * j], bij = B[i + ldb * j];
         const Scalar abs_b = kmath::fabs(bij);
         const Scalar didj = kmath::fabs(bii * bjj);
-        const bool rotate =
-            abs_b > floor && (didj > tiny ? abs_b * abs_b > ctl.tol * ctl.tol * didj
-                                          : abs_b > ctl.tol * kmath::sqrt(kmath::fabs(bii)) *
-                                                        kmath::sqrt(kmath::fabs(bjj)));
+        const bool rotate = abs_b > floor && (!psd || (bii > zero_column && bjj > zero_column)) &&
+                            (didj > tiny ? abs_b * abs_b > ctl.tol * ctl.tol * didj
+                                         : abs_b > ctl.tol * kmath::sqrt(kmath::fabs(bii)) *
+                                                       kmath::sqrt(kmath::fabs(bjj)));
         Scalar c = 1, s = 0, t = 0;
         if (rotate) {
           t = jacobi_tangent(bii, bjj, bij);

@@ -1,0 +1,238 @@
+#pragma once
+// kwsvd::batched_svd and kwsvd::BatchedSvd: the SVD of every matrix of a
+// uniform batch, whatever its size. Shapes that fit one team's level-0
+// scratch go to the level-0 one-sided Jacobi kernel (batched_small_svd); the
+// others to the W-cycle scheduler (scheduler/wcycle.hpp).
+
+#include <string>
+#include <type_traits>
+
+#include "kwsvd/api/batched_small_svd.hpp"
+#include "kwsvd/api/errors.hpp"
+#include "kwsvd/api/options.hpp"
+#include "kwsvd/scheduler/wcycle.hpp"
+
+namespace kwsvd {
+namespace Impl {
+
+/// info(b) = {0 sweeps, converged, finite} for every b (matrices with no
+/// singular values).
+template <class ExecSpace>
+void report_converged(const ExecSpace& exec, SvdInfo* info, std::size_t batch) {
+  Kokkos::parallel_for(
+      "kwsvd::batched_svd_empty", Kokkos::RangePolicy<ExecSpace>(exec, 0, batch),
+      KOKKOS_LAMBDA(const std::size_t b) {
+        info[b] = SvdInfo{0, 1, 0};
+      });
+}
+
+}  // namespace Impl
+
+/// A reusable SVD of batches of one shape: the constructor plans and
+/// allocates the workspace (block width, tailoring plan, task lists); every
+/// compute() call then runs without allocating, on the given execution-space
+/// instance (e.g. a CUDA stream).
+template <class ExecSpace, class Scalar>
+class BatchedSvd {
+  static_assert(std::is_floating_point<Scalar>::value,
+                "kwsvd::BatchedSvd: the scalar type must be float or double");
+
+ public:
+  /// Plans for `batch` matrices of m x n. Throws kwsvd::invalid_argument on
+  /// negative extents or bad options.
+  BatchedSvd(const ExecSpace& exec, long batch, long m, long n, const SvdOptions& options = {})
+      : exec_(exec), batch_(batch), m_(m), n_(n), options_(options) {
+    constexpr const char* fn = "kwsvd::BatchedSvd";
+    if (batch < 0 || m < 0 || n < 0 || batch > (1L << 30) || m > (1L << 24) || n > (1L << 24)) {
+      Impl::throw_invalid_argument(fn, "batch, m, n",
+                                   "must be non-negative and at most 2^30, 2^24, 2^24; got " +
+                                       std::to_string(batch) + ", " + std::to_string(m) + ", " +
+                                       std::to_string(n));
+    }
+    Impl::require_jacobi_options(fn, options.tolerance, options.max_sweeps);
+    const Job job = options.job;
+    level0_ = options.level0 && small_svd_fits<Scalar, ExecSpace>(int(m), int(n), job);
+    if (!level0_ && batch > 0 && m > 0 && n > 0)
+      solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(int(batch), int(m), int(n), options);
+  }
+
+  /// True when the shape runs in the level-0 kernel (no block rotations).
+  bool level0() const { return level0_; }
+  /// Column-block width of the W-cycle's level 1 (0 for level 0).
+  int block_width() const { return level0_ ? 0 : solver_.width(); }
+
+  /// A(b) = U(b) diag(S(b)) V(b)^T for every b. A: (batch, m, n), S: (batch,
+  /// k), U: (batch, m, k), V: (batch, n, k), k = min(m, n), info: (batch) of
+  /// kwsvd::SvdInfo; any layouts, memory the execution space can reach. A is
+  /// left unchanged. Singular values descending, U and V orthonormal (a zero
+  /// singular value gets a zero U column, never NaN).
+  template <class AView, class SView, class UView, class VView, class InfoView>
+  void compute(const AView& A, const SView& S, const UView& U, const VView& V,
+               const InfoView& info) {
+    if (options_.job != Job::values_and_vectors) {
+      Impl::throw_invalid_argument("kwsvd::BatchedSvd::compute", "options.job",
+                                   "must be Job::values_and_vectors when U and V are passed");
+    }
+    run(A, S, U, V, info, true);
+  }
+
+  /// Singular values only.
+  template <class AView, class SView, class InfoView>
+  void compute(const AView& A, const SView& S, const InfoView& info) {
+    using NoVectors = Kokkos::View<Scalar***, Kokkos::LayoutRight, typename SView::memory_space>;
+    run(A, S, NoVectors(), NoVectors(), info, false);
+  }
+
+ private:
+  template <class AView, class SView, class UView, class VView, class InfoView>
+  void run(const AView& A, const SView& S, const UView& U, const VView& V, const InfoView& info,
+           bool vectors) {
+    static_assert(Kokkos::is_view<AView>::value && AView::rank == 3,
+                  "kwsvd::batched_svd: A must be a rank-3 View (batch, m, n)");
+    static_assert(Kokkos::is_view<SView>::value && SView::rank == 2,
+                  "kwsvd::batched_svd: S must be a rank-2 View (batch, min(m, n))");
+    static_assert(std::is_same<typename AView::non_const_value_type, Scalar>::value &&
+                      std::is_same<typename SView::value_type, Scalar>::value,
+                  "kwsvd::batched_svd: A and S must hold the handle's scalar type (S not const)");
+    static_assert(Kokkos::is_view<InfoView>::value && InfoView::rank == 1 &&
+                      std::is_same<typename InfoView::value_type, SvdInfo>::value,
+                  "kwsvd::batched_svd: info must be a rank-1 View of kwsvd::SvdInfo");
+    static_assert(
+        Kokkos::SpaceAccessibility<ExecSpace, typename AView::memory_space>::accessible &&
+            Kokkos::SpaceAccessibility<ExecSpace, typename SView::memory_space>::accessible &&
+            Kokkos::SpaceAccessibility<ExecSpace, typename InfoView::memory_space>::accessible,
+        "kwsvd::batched_svd: every View must be in a memory space the execution space can "
+        "access");
+    constexpr const char* fn = "kwsvd::batched_svd";
+    const std::size_t batch = std::size_t(batch_), m = std::size_t(m_), n = std::size_t(n_);
+    const std::size_t k = m < n ? m : n;
+    Impl::require_extents(fn, "A", {A.extent(0), A.extent(1), A.extent(2)}, {batch, m, n},
+                          "(batch, m, n) as planned");
+    Impl::require_extents(fn, "S", {S.extent(0), S.extent(1)}, {batch, k},
+                          "(batch, min(m, n)) with batch, m, n taken from A");
+    Impl::require_extents(fn, "info", {info.extent(0)}, {batch}, "(batch) with batch taken from A");
+    if (vectors) {
+      Impl::require_extents(fn, "U", {U.extent(0), U.extent(1), U.extent(2)}, {batch, m, k},
+                            "(batch, m, min(m, n)) with batch, m, n taken from A");
+      Impl::require_extents(fn, "V", {V.extent(0), V.extent(1), V.extent(2)}, {batch, n, k},
+                            "(batch, n, min(m, n)) with batch, m, n taken from A");
+    }
+    if (batch == 0)
+      return;
+    if (k == 0) {  // nothing to decompose: report success
+      Impl::report_converged(exec_, info.data(), batch);
+      return;
+    }
+    if (level0_) {
+      if (vectors)
+        batched_small_svd(exec_, A, S, U, V, info, options_);
+      else
+        batched_small_svd(exec_, A, S, info, options_);
+      return;
+    }
+    solver_.run(exec_, A, S, U, V, info, vectors);
+  }
+
+  ExecSpace exec_;
+  long batch_, m_, n_;
+  SvdOptions options_;
+  bool level0_ = false;
+  Impl::WcycleLevelSolver<ExecSpace, Scalar> solver_;
+};
+
+/// The SVD of every matrix of a uniform batch, any size (see BatchedSvd;
+/// this plans and allocates a workspace per call: keep a BatchedSvd to call
+/// repeatedly without allocating).
+template <class ExecSpace, class AView, class SView, class UView, class VView, class InfoView>
+void batched_svd(const ExecSpace& exec, const AView& A, const SView& S, const UView& U,
+                 const VView& V, const InfoView& info, const SvdOptions& options = {}) {
+  using Scalar = typename SView::non_const_value_type;
+  BatchedSvd<ExecSpace, Scalar> svd(exec, long(A.extent(0)), long(A.extent(1)), long(A.extent(2)),
+                                    options);
+  svd.compute(A, S, U, V, info);
+}
+
+/// Singular values only.
+template <class ExecSpace, class AView, class SView, class InfoView>
+void batched_svd(const ExecSpace& exec, const AView& A, const SView& S, const InfoView& info,
+                 SvdOptions options = {}) {
+  using Scalar = typename SView::non_const_value_type;
+  options.job = Job::values;
+  BatchedSvd<ExecSpace, Scalar> svd(exec, long(A.extent(0)), long(A.extent(1)), long(A.extent(2)),
+                                    options);
+  svd.compute(A, S, info);
+}
+
+/// The cuSOLVER-like form: raw pointers into memory `exec` can reach,
+/// column-major matrices with leading dimensions, and batch strides (in
+/// elements) between consecutive matrices. A(b) is m x n at A + b strideA
+/// with leading dimension lda >= m; S(b) holds k = min(m, n) values at S + b
+/// strideS; U(b) is m x k (ldu >= m), V(b) n x k (ldv >= n); U and V may be
+/// null for values only. Throws kwsvd::invalid_argument naming the argument.
+template <class ExecSpace, class Scalar>
+void batched_svd(const ExecSpace& exec, int batch, int m, int n, const Scalar* A, int lda,
+                 long long strideA, Scalar* S, long long strideS, Scalar* U, int ldu,
+                 long long strideU, Scalar* V, int ldv, long long strideV, SvdInfo* info,
+                 SvdOptions options = {}) {
+  constexpr const char* fn = "kwsvd::batched_svd";
+  if (batch < 0 || m < 0 || n < 0) {
+    Impl::throw_invalid_argument(fn, "batch, m, n",
+                                 "must be non-negative, got " + std::to_string(batch) + ", " +
+                                     std::to_string(m) + ", " + std::to_string(n));
+  }
+  const int k = m < n ? m : n;
+  const bool vectors = U != nullptr || V != nullptr;
+  auto require = [&](bool ok, const char* arg, const std::string& what) {
+    if (!ok)
+      Impl::throw_invalid_argument(fn, arg, what);
+  };
+  const long long mm = m > 1 ? m : 1, nn = n > 1 ? n : 1;
+  require(lda >= mm, "lda",
+          "must be at least max(1, m) = " + std::to_string(mm) + ", got " + std::to_string(lda));
+  require(strideA >= (long long)lda * n, "strideA",
+          "must be at least lda * n = " + std::to_string((long long)lda * n) +
+              " (matrices must not overlap), got " + std::to_string(strideA));
+  require(strideS >= k, "strideS",
+          "must be at least min(m, n) = " + std::to_string(k) + ", got " + std::to_string(strideS));
+  const bool any = batch > 0 && k > 0;
+  require(!any || (A != nullptr && S != nullptr && info != nullptr), "A, S, info",
+          "must not be null for a non-empty batch");
+  require(!vectors || (U != nullptr && V != nullptr), "U, V",
+          "must both be given (vectors) or both be null (values only)");
+  if (vectors) {
+    require(ldu >= mm, "ldu",
+            "must be at least max(1, m) = " + std::to_string(mm) + ", got " + std::to_string(ldu));
+    require(ldv >= nn, "ldv",
+            "must be at least max(1, n) = " + std::to_string(nn) + ", got " + std::to_string(ldv));
+    require(strideU >= (long long)ldu * k, "strideU",
+            "must be at least ldu * min(m, n) = " + std::to_string((long long)ldu * k) + ", got " +
+                std::to_string(strideU));
+    require(strideV >= (long long)ldv * k, "strideV",
+            "must be at least ldv * min(m, n) = " + std::to_string((long long)ldv * k) + ", got " +
+                std::to_string(strideV));
+  }
+  using Space = typename ExecSpace::memory_space;
+  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+  using Matrices = Kokkos::View<Scalar***, Kokkos::LayoutStride, Space, Unmanaged>;
+  using ConstMatrices = Kokkos::View<const Scalar***, Kokkos::LayoutStride, Space, Unmanaged>;
+  using Values = Kokkos::View<Scalar**, Kokkos::LayoutStride, Space, Unmanaged>;
+  using Infos = Kokkos::View<SvdInfo*, Space, Unmanaged>;
+  const std::size_t b = std::size_t(batch);
+  ConstMatrices Av(A, Kokkos::LayoutStride(b, std::size_t(strideA), std::size_t(m), 1,
+                                           std::size_t(n), std::size_t(lda)));
+  Values Sv(S, Kokkos::LayoutStride(b, std::size_t(strideS), std::size_t(k), 1));
+  Infos Iv(info, b);
+  BatchedSvd<ExecSpace, Scalar> svd(exec, batch, m, n,
+                                    vectors ? options : (options.job = Job::values, options));
+  if (!vectors) {
+    svd.compute(Av, Sv, Iv);
+    return;
+  }
+  Matrices Uv(U, Kokkos::LayoutStride(b, std::size_t(strideU), std::size_t(m), 1, std::size_t(k),
+                                      std::size_t(ldu)));
+  Matrices Vv(V, Kokkos::LayoutStride(b, std::size_t(strideV), std::size_t(n), 1, std::size_t(k),
+                                      std::size_t(ldv)));
+  svd.compute(Av, Sv, Uv, Vv, Iv);
+}
+
+}  // namespace kwsvd

@@ -1,0 +1,115 @@
+#pragma once
+// Team-level steps of the W-cycle driver around the level GEMMs and the Gram
+// EVD (W-cycle paper §III-C, Algorithm 2): bringing a matrix in (transposed
+// when wide, scaled by a power of two, scanned for NaN/Inf), starting V = I,
+// and, after convergence, reading Sigma, U and V off the orthogonalized
+// columns (Algorithm 2's last step: U Sigma = A V).
+
+#include <cstddef>
+
+#include "kwsvd/api/options.hpp"
+#include "kwsvd/impl/kokkos_compat.hpp"
+#include "kwsvd/impl/strided_matrix.hpp"
+#include "kwsvd/kernels/one_sided_jacobi_team.hpp"
+
+namespace kwsvd::Impl {
+
+/// Copies the team's matrix A (m x n) into the working matrix W (M x N,
+/// column-major, leading dimension ldw; M x N = m x n, or n x m transposed
+/// when `transpose`), scaled by 2^k so that max|w| lies in [1/2, 1): the Gram
+/// of any block pair then neither overflows nor loses normal range. Sets V =
+/// I (N x N, leading dimension ldv). Returns false (W untouched beyond the
+/// copy) when A holds NaN or Inf. Collective over the team.
+template <class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION bool wcycle_load_team(const Member& member,
+                                             const StridedMatrix<const Scalar>& A, bool transpose,
+                                             Scalar* W, std::size_t ldw, Scalar* V, std::size_t ldv,
+                                             Scalar& scale_out) {
+  const int m = A.rows, n = A.cols;
+  const int M = transpose ? n : m, N = transpose ? m : n;
+  Scalar amax = 0;
+  Kokkos::parallel_reduce(
+      Kokkos::TeamVectorRange(member, M * N),
+      [&](const int e, Scalar& mx) {
+        const int r = e % M, c = e / M;
+        const Scalar x = transpose ? A(c, r) : A(r, c);
+        W[r + ldw * c] = x;
+        const Scalar ax = magnitude_or_inf(x);
+        if (ax > mx)
+          mx = ax;
+      },
+      Kokkos::Max<Scalar>(amax));
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, N * N), [&](const int e) {
+    const int r = e % N, c = e / N;
+    V[r + ldv * c] = r == c ? Scalar(1) : Scalar(0);
+  });
+  if (!(amax < scalar_limits<Scalar>::infinity()))
+    return false;
+  const Scalar scale = power_of_two_scale(amax);
+  member.team_barrier();
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, M * N), [&](const int e) {
+    const int r = e % M, c = e / M;
+    W[r + ldw * c] *= scale;
+  });
+  scale_out = scale;
+  member.team_barrier();
+  return true;
+}
+
+/// Sigma, U and V of the team's matrix from its converged W = U Sigma (M x
+/// N) and V: sigma_c = ||w_c|| (unscaled), columns in descending order of
+/// sigma (ties by index), u_c = w_c / sigma_c, and a zero column for sigma_c
+/// = 0 (no NaN). When the input was transposed, the roles of U and V swap.
+/// `nonfinite` writes NaN everywhere instead. Collective over the team;
+/// `norms` is N scalars of scratch.
+template <class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void wcycle_finish_team(const Member& member, const Scalar* W,
+                                               std::size_t ldw, const Scalar* V, std::size_t ldv,
+                                               int M, int N, Scalar scale, bool transpose,
+                                               bool nonfinite, Scalar* norms, Scalar* S,
+                                               std::ptrdiff_t s_stride,
+                                               const StridedMatrix<Scalar>& U_out,
+                                               const StridedMatrix<Scalar>& V_out, bool vectors) {
+  // Outputs for A (m x n): U_out m x k, V_out n x k, k = min(m, n) = N.
+  if (nonfinite) {
+    const Scalar nan = quiet_nan<Scalar>();
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, N),
+                         [&](const int c) { S[c * s_stride] = nan; });
+    if (vectors) {
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, U_out.rows * N),
+                           [&](const int e) { U_out(e % U_out.rows, e / U_out.rows) = nan; });
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, V_out.rows * N),
+                           [&](const int e) { V_out(e % V_out.rows, e / V_out.rows) = nan; });
+    }
+    return;
+  }
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
+    Scalar ss = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(member, M),
+        [&](const int r, Scalar& acc) { acc += W[r + ldw * c] * W[r + ldw * c]; }, ss);
+    Kokkos::single(Kokkos::PerThread(member), [&]() { norms[c] = kmath::sqrt(ss); });
+  });
+  member.team_barrier();
+  const Scalar unscale = Scalar(1) / scale;
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
+    const Scalar sc = norms[c];
+    int rank = 0;
+    for (int l = 0; l < N; ++l)
+      rank += (norms[l] > sc || (norms[l] == sc && l < c)) ? 1 : 0;
+    Kokkos::single(Kokkos::PerThread(member), [&]() { S[rank * s_stride] = sc * unscale; });
+    if (!vectors)
+      return;
+    const Scalar inv = sc > Scalar(0) ? Scalar(1) / sc : Scalar(0);
+    // Left vectors of the working matrix (M x N) and its right vectors (N x N).
+    const StridedMatrix<Scalar>& left = transpose ? V_out : U_out;
+    const StridedMatrix<Scalar>& right = transpose ? U_out : V_out;
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M),
+                         [&](const int r) { left(r, rank) = W[r + ldw * c] * inv; });
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N),
+                         [&](const int r) { right(r, rank) = V[r + ldv * c]; });
+  });
+  member.team_barrier();
+}
+
+}  // namespace kwsvd::Impl

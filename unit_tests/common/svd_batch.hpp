@@ -1,0 +1,83 @@
+#pragma once
+// Running one batched SVD entry point on host matrices and checking its
+// results against LAPACK with seed 002's metrics: shared by the level-0
+// (small_svd) and W-cycle (wcycle) tests.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common/oracle.hpp"
+#include "kwsvd/kwsvd.hpp"
+
+namespace kwsvd::test {
+
+/// One batched call's results, per matrix, as column-major host vectors.
+template <class T>
+struct BatchResult {
+  std::vector<std::vector<T>> s, u, v;
+  std::vector<kwsvd::SvdInfo> info;
+};
+
+/// Copies mats (all m x n) to the device in Layout, runs
+/// call(A, S, U, V, info) with outputs pre-filled with NaN (so an entry never
+/// written fails the checks) and brings the results back.
+template <class T, class Layout, class Call>
+BatchResult<T> run_svd_batch(const std::vector<std::vector<T>>& mats, int m, int n,
+                             const Call& call) {
+  const int batch = int(mats.size()), k = std::min(m, n);
+  auto A = to_device<T, Layout>(mats, m, n);
+  Kokkos::View<T***, Layout> U("U", batch, m, k), V("V", batch, n, k);
+  Kokkos::View<T**, Layout> S("S", batch, k);
+  Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  fill(U, nan);
+  fill(V, nan);
+  fill(S, nan);
+  call(A, S, U, V, info);
+  auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
+  auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U);
+  auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), V);
+  auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+  BatchResult<T> r;
+  for (int b = 0; b < batch; ++b) {
+    std::vector<T> s(k), u(std::size_t(m) * k), v(std::size_t(n) * k);
+    for (int l = 0; l < k; ++l) {
+      s[l] = hs(b, l);
+      for (int i = 0; i < m; ++i)
+        u[i + std::size_t(m) * l] = hu(b, i, l);
+      for (int j = 0; j < n; ++j)
+        v[j + std::size_t(n) * l] = hv(b, j, l);
+    }
+    r.s.push_back(s);
+    r.u.push_back(u);
+    r.v.push_back(v);
+    r.info.push_back(hi(b));
+  }
+  return r;
+}
+
+/// e1..e4 below 30 u, values descending, converged, finite input.
+template <class T>
+void expect_accurate(const std::vector<std::vector<T>>& mats, int m, int n, const BatchResult<T>& r,
+                     const std::string& what) {
+  const double bound = 30 * (std::numeric_limits<T>::epsilon() / 2);
+  for (std::size_t b = 0; b < mats.size(); ++b) {
+    const auto e = svd_errors(mats[b], m, n, r.s[b], r.u[b], r.v[b]);
+    const std::string at =
+        what + " matrix " + std::to_string(b) + " " + std::to_string(m) + "x" + std::to_string(n);
+    EXPECT_LT(e.e1, bound) << at << ": e1";
+    EXPECT_LT(e.e2, bound) << at << ": e2";
+    EXPECT_LT(e.e3, bound) << at << ": e3";
+    EXPECT_LT(e.e4, bound) << at << ": e4";
+    for (std::size_t l = 1; l < r.s[b].size(); ++l)
+      ASSERT_GE(r.s[b][l - 1], r.s[b][l]) << at << ": singular values not descending";
+    EXPECT_EQ(r.info[b].converged, 1) << at;
+    EXPECT_EQ(r.info[b].nonfinite_input, 0) << at;
+  }
+}
+
+}  // namespace kwsvd::test

@@ -1,0 +1,266 @@
+// kwsvd::batched_svd through the W-cycle scheduler (level-1 block rotations
+// with the tailored GEMMs and the Gram EVD) against LAPACKE, with seed 002's
+// spectra and accuracy metrics e1..e4 (< 30 u), and the API's edge cases.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "common/oracle.hpp"
+#include "common/svd_batch.hpp"
+#include "kwsvd/kwsvd.hpp"
+
+namespace {
+
+using kwsvd::test::matrix_with_spectrum;
+using kwsvd::test::random_matrix;
+using kwsvd::test::svd_errors;
+using Exec = Kokkos::DefaultExecutionSpace;
+
+template <class T, class L>
+struct Case {
+  using Scalar = T;
+  using Layout = L;
+};
+
+template <class T>
+using BatchResult = kwsvd::test::BatchResult<T>;
+
+template <class C>
+class Wcycle : public ::testing::Test {
+ public:
+  using TestScalar = typename C::Scalar;
+  using TestLayout = typename C::Layout;
+  static double unit_roundoff() { return std::numeric_limits<TestScalar>::epsilon() / 2; }
+
+  // One batched_svd call, every matrix through the block rotations (level0 =
+  // false) unless `options` says otherwise.
+  BatchResult<TestScalar> run(const std::vector<std::vector<TestScalar>>& mats, int m, int n,
+                              kwsvd::SvdOptions options = block_rotations()) {
+    return kwsvd::test::run_svd_batch<TestScalar, TestLayout>(
+        mats, m, n,
+        [&](const auto& A, const auto& S, const auto& U, const auto& V, const auto& info) {
+          kwsvd::batched_svd(Exec(), A, S, U, V, info, options);
+        });
+  }
+
+  static kwsvd::SvdOptions block_rotations() {
+    kwsvd::SvdOptions o;
+    o.level0 = false;
+    return o;
+  }
+
+  void expect_accurate(const std::vector<std::vector<TestScalar>>& mats, int m, int n,
+                       const BatchResult<TestScalar>& r, const std::string& what) {
+    kwsvd::test::expect_accurate(mats, m, n, r, what);
+  }
+
+  void check_random(int batch, int m, int n) {
+    std::vector<std::vector<TestScalar>> mats;
+    for (int b = 0; b < batch; ++b)
+      mats.push_back(random_matrix<TestScalar>(m, n, 57u * b + m + 3u * n));
+    expect_accurate(mats, m, n, run(mats, m, n), "random");
+  }
+};
+
+using Cases = ::testing::Types<Case<double, Kokkos::LayoutLeft>, Case<double, Kokkos::LayoutRight>,
+                               Case<float, Kokkos::LayoutLeft>, Case<float, Kokkos::LayoutRight>>;
+TYPED_TEST_SUITE(Wcycle, Cases);
+
+TYPED_TEST(Wcycle, RandomSquareTallAndWide) {
+  for (auto [m, n] :
+       {std::pair{40, 40}, std::pair{64, 64}, std::pair{100, 100}, std::pair{200, 48},
+        std::pair{48, 150}, std::pair{33, 17}, std::pair{5, 1}, std::pair{1, 5}, std::pair{3, 3}})
+    this->check_random(2, m, n);
+}
+
+// Seed 002, Table 1: six spectra, kappa = 1e10 (double) or 1e5 (float).
+TYPED_TEST(Wcycle, SixSpectraMeetSeed002Thresholds) {
+  using T = typename TestFixture::TestScalar;
+  const double kappa = sizeof(T) == 8 ? 1e10 : 1e5;
+  for (auto [m, n] : {std::pair{96, 96}, std::pair{160, 72}}) {
+    for (const std::string name : {"random", "arith", "cluster0", "cluster1", "logrand", "geo"}) {
+      std::vector<std::vector<T>> mats;
+      for (int b = 0; b < 2; ++b) {
+        const std::uint64_t seed = 100u * b + 7u * m + n;
+        if (name == "random") {
+          mats.push_back(random_matrix<T>(m, n, seed));
+        } else {
+          mats.push_back(matrix_with_spectrum<T>(
+              m, n, kwsvd::test::spectrum(name, std::min(m, n), kappa, seed), seed));
+        }
+      }
+      this->expect_accurate(mats, m, n, this->run(mats, m, n), name);
+    }
+  }
+}
+
+TYPED_TEST(Wcycle, RankDeficientZeroColumnsAndBadScaling) {
+  using T = typename TestFixture::TestScalar;
+  const int m = 70, n = 50;
+  auto a = random_matrix<T>(m, n, 5);
+  for (int i = 0; i < m; ++i) {
+    a[i + std::size_t(m) * 7] = T(0);                        // a zero column
+    a[i + std::size_t(m) * 20] = a[i + std::size_t(m) * 3];  // a repeated one
+  }
+  auto scaled = random_matrix<T>(m, n, 6);
+  const double big = sizeof(T) == 8 ? 1e150 : 1e18, small = sizeof(T) == 8 ? 1e-150 : 1e-18;
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i)
+      scaled[i + std::size_t(m) * j] *= T(j % 2 ? big : small);
+  const auto r = this->run({a, scaled}, m, n);
+  for (std::size_t b = 0; b < 2; ++b) {
+    const auto e = svd_errors(b == 0 ? a : scaled, m, n, r.s[b], r.u[b], r.v[b]);
+    EXPECT_LT(e.e1, 30 * this->unit_roundoff()) << b;
+    EXPECT_LT(e.e3, 30 * this->unit_roundoff()) << b;
+    EXPECT_EQ(r.info[b].converged, 1) << b;
+    for (std::size_t l = 0; l < r.s[b].size(); ++l) {
+      ASSERT_TRUE(std::isfinite(double(r.s[b][l])));
+      for (int i = 0; i < m; ++i)
+        ASSERT_TRUE(std::isfinite(double(r.u[b][i + std::size_t(m) * l]))) << "U has NaN";
+    }
+  }
+  // Two exact zero singular values of the rank-deficient matrix (zero and
+  // repeated columns): at rounding level, and their U columns finite.
+  EXPECT_LT(r.s[0][n - 1], 100 * this->unit_roundoff() * r.s[0][0]);
+  // The badly scaled matrix's large singular values to high relative accuracy.
+  EXPECT_GT(r.s[1][0], T(big));
+}
+
+TYPED_TEST(Wcycle, NonFiniteMatrixLeavesOthersExact) {
+  using T = typename TestFixture::TestScalar;
+  const int m = 60, n = 40;
+  std::vector<std::vector<T>> mats = {random_matrix<T>(m, n, 1), random_matrix<T>(m, n, 2),
+                                      random_matrix<T>(m, n, 3)};
+  mats[1][17] = std::numeric_limits<T>::quiet_NaN();
+  const auto r = this->run(mats, m, n);
+  EXPECT_EQ(r.info[1].nonfinite_input, 1);
+  EXPECT_EQ(r.info[1].converged, 0);
+  EXPECT_TRUE(std::isnan(double(r.s[1][0])));
+  this->expect_accurate({mats[0]}, m, n, {{r.s[0]}, {r.u[0]}, {r.v[0]}, {r.info[0]}}, "before");
+  this->expect_accurate({mats[2]}, m, n, {{r.s[2]}, {r.u[2]}, {r.v[2]}, {r.info[2]}}, "after");
+}
+
+TYPED_TEST(Wcycle, LevelZeroAndBlockRotationsAgree) {
+  using T = typename TestFixture::TestScalar;
+  const int m = 24, n = 20;
+  std::vector<std::vector<T>> mats = {random_matrix<T>(m, n, 8), random_matrix<T>(m, n, 9)};
+  const auto blocks = this->run(mats, m, n);
+  const auto level0 = this->run(mats, m, n, kwsvd::SvdOptions{});
+  for (std::size_t b = 0; b < mats.size(); ++b)
+    for (int l = 0; l < n; ++l)
+      EXPECT_NEAR(double(blocks.s[b][l]), double(level0.s[b][l]),
+                  60 * this->unit_roundoff() * double(level0.s[b][0]));
+}
+
+TYPED_TEST(Wcycle, EmptyBatchesAndEmptyMatrices) {
+  using T = typename TestFixture::TestScalar;
+  using L = typename TestFixture::TestLayout;
+  for (auto [batch, m, n] : {std::tuple{0, 50, 40}, std::tuple{3, 0, 40}, std::tuple{3, 50, 0}}) {
+    const int k = std::min(m, n);
+    Kokkos::View<T***, L> A("A", batch, m, n), U("U", batch, m, k), V("V", batch, n, k);
+    Kokkos::View<T**, L> S("S", batch, k);
+    Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+    kwsvd::batched_svd(Exec(), A, S, U, V, info, TestFixture::block_rotations());
+    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+    for (int b = 0; b < batch; ++b)
+      EXPECT_EQ(hi(b).converged, 1);
+  }
+}
+
+TYPED_TEST(Wcycle, ReusedHandleGivesTheSameResultAndChecksShapes) {
+  using T = typename TestFixture::TestScalar;
+  using L = typename TestFixture::TestLayout;
+  const int batch = 2, m = 80, n = 36;
+  std::vector<std::vector<T>> mats = {random_matrix<T>(m, n, 4), random_matrix<T>(m, n, 5)};
+  auto A = kwsvd::test::to_device<T, L>(mats, m, n);
+  Kokkos::View<T**, L> S1("S1", batch, n), S2("S2", batch, n);
+  Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+  kwsvd::BatchedSvd<Exec, T> svd(Exec(), batch, m, n, TestFixture::block_rotations());
+  EXPECT_FALSE(svd.level0());
+  EXPECT_GT(svd.block_width(), 0);
+  svd.compute(A, S1, info);
+  svd.compute(A, S2, info);
+  auto h1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S1);
+  auto h2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S2);
+  for (int b = 0; b < batch; ++b)
+    for (int l = 0; l < n; ++l)
+      EXPECT_EQ(h1(b, l), h2(b, l));
+  auto error_of = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const kwsvd::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  Kokkos::View<T**, L> Sbad("S", batch, n + 1);
+  std::string w = error_of([&] { svd.compute(A, Sbad, info); });
+  EXPECT_NE(w.find("'S'"), std::string::npos) << w;
+  EXPECT_NE(w.find("(batch, min(m, n))"), std::string::npos) << w;
+  Kokkos::View<T***, L> Abad("A", batch, m + 1, n);
+  w = error_of([&] { svd.compute(Abad, S1, info); });
+  EXPECT_NE(w.find("'A'"), std::string::npos) << w;
+  kwsvd::SvdOptions bad;
+  bad.max_sweeps = 0;
+  w = error_of([&] { kwsvd::BatchedSvd<Exec, T>(Exec(), batch, m, n, bad); });
+  EXPECT_NE(w.find("options.max_sweeps"), std::string::npos) << w;
+  w = error_of([&] { kwsvd::BatchedSvd<Exec, T>(Exec(), -1, m, n); });
+  EXPECT_NE(w.find("batch, m, n"), std::string::npos) << w;
+}
+
+TYPED_TEST(Wcycle, RawPointerFormMatchesTheViewForm) {
+  using T = typename TestFixture::TestScalar;
+  const int batch = 2, m = 45, n = 30, k = 30, lda = m + 3, ldu = m + 1, ldv = n + 2;
+  const long long sa = (long long)lda * n + 5, ss = k + 1, su = (long long)ldu * k,
+                  sv = (long long)ldv * k + 7;
+  std::vector<std::vector<T>> mats = {random_matrix<T>(m, n, 12), random_matrix<T>(m, n, 13)};
+  const auto ref = this->run(mats, m, n);
+  Kokkos::View<T*> A("A", batch * sa), S("S", batch * ss), U("U", batch * su), V("V", batch * sv);
+  Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+  auto ha = Kokkos::create_mirror_view(A);
+  for (int b = 0; b < batch; ++b)
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i)
+        ha(b * sa + i + (long long)lda * j) = mats[std::size_t(b)][i + std::size_t(m) * j];
+  Kokkos::deep_copy(A, ha);
+  kwsvd::batched_svd(Exec(), batch, m, n, A.data(), lda, sa, S.data(), ss, U.data(), ldu, su,
+                     V.data(), ldv, sv, info.data(), TestFixture::block_rotations());
+  auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
+  auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U);
+  for (int b = 0; b < batch; ++b)
+    for (int l = 0; l < k; ++l) {
+      EXPECT_EQ(hs(b * ss + l), ref.s[std::size_t(b)][std::size_t(l)]) << b << " " << l;
+      EXPECT_EQ(hu(b * su + 4 + (long long)ldu * l), ref.u[std::size_t(b)][4 + std::size_t(m) * l]);
+    }
+  auto error_of = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const kwsvd::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  std::string w = error_of([&] {
+    kwsvd::batched_svd(Exec(), batch, m, n, A.data(), m - 1, sa, S.data(), ss, U.data(), ldu, su,
+                       V.data(), ldv, sv, info.data());
+  });
+  EXPECT_NE(w.find("'lda'"), std::string::npos) << w;
+  w = error_of([&] {
+    kwsvd::batched_svd(Exec(), batch, m, n, A.data(), lda, sa, S.data(), ss, U.data(), ldu, su,
+                       static_cast<T*>(nullptr), ldv, sv, info.data());
+  });
+  EXPECT_NE(w.find("'U, V'"), std::string::npos) << w;
+  w = error_of([&] {
+    kwsvd::batched_svd(Exec(), batch, m, n, A.data(), lda, 10, S.data(), ss, U.data(), ldu, su,
+                       V.data(), ldv, sv, info.data());
+  });
+  EXPECT_NE(w.find("'strideA'"), std::string::npos) << w;
+}
+
+}  // namespace
