@@ -19,6 +19,7 @@
 #include <cstddef>
 
 #include "kwsvd/api/options.hpp"
+#include "kwsvd/impl/index_math.hpp"
 #include "kwsvd/impl/kokkos_compat.hpp"
 #include "kwsvd/impl/strided_matrix.hpp"
 #include "kwsvd/kernels/gram_team.hpp"
@@ -83,16 +84,6 @@ struct GramEvdControl {
   EigenOrder order;
   bool positive_semidefinite;  // no absolute floor (EvdOptions)
 };
-
-/// q / d for 0 <= q < 2^22 and d > 0 in three cheap instructions instead of
-/// an integer division (~20 on GPUs). (q + 1/2) / d lies at least 1 / (2d)
-/// from an integer; the float product carries a relative error below 2^-23,
-/// i.e. an absolute one below (q + 1/2) / d * 2^-23 < 1 / (2d) while
-/// q + 1/2 < 2^22, so truncation gives the exact quotient.
-/// gram_evd_max_n keeps every quotient of the kernel in that range.
-KOKKOS_INLINE_FUNCTION int small_quotient(int q, float inv_d) {
-  return int((float(q) + 0.5f) * inv_d);
-}
 
 /// Position (P, Q), P <= Q, of upper-triangle block e of a w x w block grid:
 /// rows P and w - 1 - P are folded into one row of w + 1 blocks, so the

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 
+#include "kwsvd/impl/index_math.hpp"
 #include "kwsvd/impl/kokkos_compat.hpp"
 
 namespace kwsvd::Impl {
@@ -90,9 +91,14 @@ KOKKOS_INLINE_FUNCTION void load_pair_rows(const Member& member, const BlockPair
                                            int w, int r0, int rows, Scalar* X) {
   const bool rows_fastest = t.row_stride <= t.col_stride;
   const int cols = 2 * w;
+  // The flat index splits by a float reciprocal (index_math.hpp): integer
+  // division would cost more than the copy itself.
+  const int d = rows_fastest ? rows : cols;
+  const float inv_d = 1.0f / float(d);
   Kokkos::parallel_for(Kokkos::TeamVectorRange(member, rows * cols), [&](const int e) {
-    const int r = rows_fastest ? e % rows : e / cols;
-    const int c = rows_fastest ? e / rows : e % cols;
+    const int q = quotient(e, d, inv_d), rem = e - q * d;
+    const int r = rows_fastest ? rem : q;
+    const int c = rows_fastest ? q : rem;
     const int col = t.column(c, w);
     X[r + rows * c] = col >= 0 ? t.data[(r0 + r) * t.row_stride + col * t.col_stride] : Scalar(0);
   });
@@ -157,12 +163,15 @@ KOKKOS_INLINE_FUNCTION void update_plate_team(const Member& member, const BlockP
     member.team_barrier();  // the previous chunk is written back
     load_pair_rows(member, t, w, seg.row_begin + c0, rows, X);
     member.team_barrier();
+    const float inv_blocks = 1.0f / float(row_blocks);
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, row_blocks * groups), [&](const int e) {
-      const int g = e / row_blocks, rb = e - g * row_blocks;
-      // Rows past the chunk repeat its last row (read, never written).
+      const int g = quotient(e, row_blocks, inv_blocks), rb = e - g * row_blocks;
+      // The item's rows are rb + i row_blocks, so that the threads of a warp
+      // read consecutive rows (no bank conflicts); rows past the chunk
+      // repeat its last row (read, never written).
       int r[gemm_tile];
       for (int i = 0; i < gemm_tile; ++i) {
-        const int ri = gemm_tile * rb + i;
+        const int ri = rb + i * row_blocks;
         r[i] = ri < rows ? ri : rows - 1;
       }
       Scalar out[gemm_tile][gemm_tile] = {};
@@ -182,8 +191,8 @@ KOKKOS_INLINE_FUNCTION void update_plate_team(const Member& member, const BlockP
         if (col < 0)
           continue;
         for (int i = 0; i < gemm_tile; ++i)
-          if (gemm_tile * rb + i < rows) {
-            const std::ptrdiff_t row = seg.row_begin + c0 + gemm_tile * rb + i;
+          if (rb + i * row_blocks < rows) {
+            const std::ptrdiff_t row = seg.row_begin + c0 + rb + i * row_blocks;
             t.data[row * t.row_stride + col * t.col_stride] = out[i][q];
           }
       }
