@@ -32,32 +32,20 @@ void pair_args(benchmark::internal::Benchmark* b) {
   b->UseManualTime();
 }
 
-// A batch of m x 2w pairs stored as (batch, m, 2w) LayoutLeft: each pair is
-// blocks 0 and 1 of its matrix, column-major with leading dimension m, the
-// layout cuBLAS reads.
+// A batch of m x 2w pairs, each column-major with leading dimension m and
+// stored one after the other: the layout cuBLAS reads.
 template <class T>
 struct PairBatch {
-  Kokkos::View<T***, Kokkos::LayoutLeft> X;
+  Kokkos::View<T*> X;  // pair b: column-major m x 2w at X + b m 2w
   Kokkos::View<kwsvd::Impl::BlockPairTask<T>*> tasks;
   int m, w, batch;
   PairBatch(int m_, int w_, int batch_) : m(m_), w(w_), batch(batch_) {
-    X = Kokkos::View<T***, Kokkos::LayoutLeft>("X", batch, m, 2 * w);
+    X = Kokkos::View<T*>("X", std::size_t(batch) * m * 2 * w);
     kwsvd::bench::fill_random(X, 4321);
-    tasks = Kokkos::View<kwsvd::Impl::BlockPairTask<T>*>("tasks", batch);
-    auto h = Kokkos::create_mirror_view(tasks);
-    for (int b = 0; b < batch; ++b) {
-      auto& t = h(b);
-      t.data = X.data() + std::size_t(b) * X.stride(0);
-      t.row_stride = std::ptrdiff_t(X.stride(1));
-      t.col_stride = std::ptrdiff_t(X.stride(2));
-      t.rows = m;
-      t.col_i = 0;
-      t.col_j = w;
-      t.width_i = t.width_j = w;
-      t.matrix = b;
-      t.pair = b;
-    }
-    Kokkos::deep_copy(tasks, h);
+    std::vector<kwsvd::Impl::BlockPairTask<T>> h;
+    for (int b = 0; b < batch; ++b)  // one pair per matrix: blocks 0 and 1
+      kwsvd::Impl::append_step_pairs(h, X.data() + std::size_t(b) * m * 2 * w, m, 2 * w, w, 0, b);
+    tasks = kwsvd::Impl::copy_to_device<Exec::memory_space>(h, "tasks");
   }
   // The engine's plan for this batch with w fixed: plates of m, m/2, m/4
   // and m/8 rows (Table II's heights), 256 threads, picked by the threshold.
@@ -67,9 +55,9 @@ struct PairBatch {
       if (m / div >= 8 || div == 1)
         c.push_back({w, m / div, 256});
     const std::vector<kwsvd::MatrixShape> shapes(std::size_t(batch), {m, 2 * w});
-    const bool gpu = !Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible;
-    return kwsvd::choose_tailoring_plan(c, shapes,
-                                        kwsvd::active_tuning_parameters(gpu).tlp_threshold);
+    return kwsvd::choose_tailoring_plan(
+        c, shapes,
+        kwsvd::active_tuning_parameters(kwsvd::Impl::runs_off_host<Exec>()).tlp_threshold);
   }
 };
 
@@ -136,19 +124,14 @@ void plan_args(benchmark::internal::Benchmark* b) {
 template <class T>
 void BM_kwsvd_tailoring_plan(benchmark::State& state) {
   const int n = int(state.range(0)), batch = int(state.range(1)), index = int(state.range(2));
-  int w_max = 8;
-  for (int w : {48, 32, 24, 16})
-    if (kwsvd::gram_evd_fits<T, Exec>(2 * w)) {
-      w_max = w;
-      break;
-    }
+  const int w_max = kwsvd::Impl::widest_evd_block<Exec, T>();
   const auto candidates = kwsvd::tailoring_candidates(n, w_max);
   if (index >= int(candidates.size())) {
     state.SkipWithError("no such candidate plan for this device");
     return;
   }
   const std::vector<kwsvd::MatrixShape> shapes(std::size_t(batch), {n, n});
-  const bool gpu = !Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible;
+  const bool gpu = kwsvd::Impl::runs_off_host<Exec>();
   const auto plan =
       index >= 0 ? candidates[std::size_t(index)]
                  : kwsvd::choose_tailoring_plan(candidates, shapes,

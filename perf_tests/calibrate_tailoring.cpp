@@ -26,12 +26,7 @@ struct Row {
 template <class T>
 std::vector<Row> measure(int n, int batch, int reps) {
   using Exec = Kokkos::DefaultExecutionSpace;
-  int w_max = 8;
-  for (int w : {48, 32, 24, 16})
-    if (kwsvd::gram_evd_fits<T, Exec>(2 * w)) {
-      w_max = w;
-      break;
-    }
+  const int w_max = kwsvd::Impl::widest_evd_block<Exec, T>();
   const std::vector<kwsvd::MatrixShape> shapes(std::size_t(batch), {n, n});
   std::vector<Row> rows;
   for (const auto& plan : kwsvd::tailoring_candidates(n, w_max)) {

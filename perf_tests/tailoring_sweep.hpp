@@ -11,25 +11,25 @@
 #include <vector>
 
 #include "bench_common.hpp"
-#include "kwsvd/kernels/one_sided_jacobi_team.hpp"
-#include "kwsvd/scheduler/tailored_gemm.hpp"
+#include "kwsvd/scheduler/wcycle.hpp"
 
 namespace kwsvd::bench {
 
-/// Device data of one sweep: matrices (batch, n, n) LayoutLeft, the tasks of
+/// Device data of one sweep: batch column-major n x n matrices, the tasks of
 /// every step of one sweep and the per-step plate layouts.
 template <class T>
 struct SweepGemms {
   using Exec = Kokkos::DefaultExecutionSpace;
-  Kokkos::View<T***, Kokkos::LayoutLeft> A;
+  Kokkos::View<T*> A;  // batch column-major n x n matrices, one after the other
+  int batch = 0, n = 0;
   kwsvd::TailoringPlan plan;
   int steps = 0;
   std::vector<Kokkos::View<kwsvd::Impl::BlockPairTask<T>*>> step_tasks;
   std::vector<kwsvd::Impl::TailoredGemmWork<Exec>> step_work;
   Kokkos::View<T*> partial, B, J;
 
-  SweepGemms(int batch, int n, const kwsvd::TailoringPlan& p) : plan(p) {
-    A = Kokkos::View<T***, Kokkos::LayoutLeft>("A", batch, n, n);
+  SweepGemms(int batch_, int n_, const kwsvd::TailoringPlan& p) : batch(batch_), n(n_), plan(p) {
+    A = Kokkos::View<T*>("A", std::size_t(batch) * n * n);
     fill_random(A, 77);
     const int w = plan.w, blocks = (n + w - 1) / w, even = blocks + (blocks & 1);
     steps = even - 1;
@@ -37,30 +37,8 @@ struct SweepGemms {
     for (int step = 0; step < steps; ++step) {
       std::vector<kwsvd::Impl::BlockPairTask<T>> tasks;
       for (int b = 0; b < batch; ++b)
-        for (int k = 0; k < even / 2; ++k) {
-          int i, j;
-          kwsvd::Impl::round_robin_pair(even, step, k, i, j);
-          if (j >= blocks)
-            continue;
-          kwsvd::Impl::BlockPairTask<T> t;
-          t.data = A.data() + std::size_t(b) * A.stride(0);
-          t.row_stride = std::ptrdiff_t(A.stride(1));
-          t.col_stride = std::ptrdiff_t(A.stride(2));
-          t.rows = n;
-          t.col_i = i * w;
-          t.col_j = j * w;
-          t.width_i = std::min(w, n - i * w);
-          t.width_j = std::min(w, n - j * w);
-          t.matrix = b;
-          t.pair = int(tasks.size());
-          tasks.push_back(t);
-        }
-      Kokkos::View<kwsvd::Impl::BlockPairTask<T>*> d("tasks", tasks.size());
-      auto h = Kokkos::create_mirror_view(d);
-      for (std::size_t t = 0; t < tasks.size(); ++t)
-        h(t) = tasks[t];
-      Kokkos::deep_copy(d, h);
-      step_tasks.push_back(d);
+        kwsvd::Impl::append_step_pairs(tasks, A.data() + std::size_t(b) * n * n, n, n, w, step, b);
+      step_tasks.push_back(kwsvd::Impl::copy_to_device<Exec::memory_space>(tasks, "tasks"));
       std::vector<int> rows(tasks.size(), n);
       step_work.push_back(kwsvd::Impl::make_tailored_gemm_work<Exec>(rows, plan));
       partial_size =
@@ -89,10 +67,7 @@ struct SweepGemms {
   }
 
   /// Nominal flops of one sweep: Gram and update, 2 m n^2 each per matrix.
-  double flops() const {
-    const double n = double(A.extent(1));
-    return 4.0 * n * n * n * double(A.extent(0));
-  }
+  double flops() const { return 4.0 * double(n) * n * n * batch; }
 };
 
 /// Median seconds of `reps` timed sweeps after one warm-up.

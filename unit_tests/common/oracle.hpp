@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include <Kokkos_Core.hpp>
 
 namespace kwsvd::test {
@@ -84,5 +86,17 @@ Kokkos::View<T***, Layout> to_device(const std::vector<std::vector<T>>& mats, in
   Kokkos::deep_copy(v, h);
   return v;
 }
+
+/// A typed test's parameter: scalar type and Kokkos layout of the Views.
+template <class T, class L>
+struct Case {
+  using Scalar = T;
+  using Layout = L;
+};
+
+/// Every test component runs on these four.
+using ScalarLayoutCases =
+    ::testing::Types<Case<double, Kokkos::LayoutLeft>, Case<double, Kokkos::LayoutRight>,
+                     Case<float, Kokkos::LayoutLeft>, Case<float, Kokkos::LayoutRight>>;
 
 }  // namespace kwsvd::test

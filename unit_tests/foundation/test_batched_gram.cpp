@@ -14,11 +14,7 @@ using kwsvd::test::abs_gram;
 using kwsvd::test::blas_gram;
 using kwsvd::test::random_matrix;
 
-template <class T, class L>
-struct Case {
-  using Scalar = T;
-  using Layout = L;
-};
+using kwsvd::test::Case;
 
 template <class C>
 class BatchedGram : public ::testing::Test {
@@ -69,8 +65,7 @@ class BatchedGram : public ::testing::Test {
   }
 };
 
-using Cases = ::testing::Types<Case<double, Kokkos::LayoutLeft>, Case<double, Kokkos::LayoutRight>,
-                               Case<float, Kokkos::LayoutLeft>, Case<float, Kokkos::LayoutRight>>;
+using Cases = kwsvd::test::ScalarLayoutCases;
 TYPED_TEST_SUITE(BatchedGram, Cases);
 
 TYPED_TEST(BatchedGram, MatchesBlasOnTallMatrices) {

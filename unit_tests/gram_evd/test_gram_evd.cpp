@@ -16,11 +16,7 @@ namespace {
 
 using Exec = Kokkos::DefaultExecutionSpace;
 
-template <class T, class L>
-struct Case {
-  using Scalar = T;
-  using Layout = L;
-};
+using kwsvd::test::Case;
 
 template <class T>
 struct EvdResult {
@@ -134,8 +130,7 @@ class GramEvd : public ::testing::Test {
   }
 };
 
-using Cases = ::testing::Types<Case<double, Kokkos::LayoutLeft>, Case<double, Kokkos::LayoutRight>,
-                               Case<float, Kokkos::LayoutLeft>, Case<float, Kokkos::LayoutRight>>;
+using Cases = kwsvd::test::ScalarLayoutCases;
 TYPED_TEST_SUITE(GramEvd, Cases);
 
 TYPED_TEST(GramEvd, RandomSymmetricMatchesLapack) {
@@ -359,7 +354,7 @@ TEST(GramEvdPlan, UpperBlocksAreEachVisitedOnce) {
     std::vector<int> seen(w * w, 0);
     for (int e = 0; e < w * (w + 1) / 2; ++e) {
       int P, Q;
-      kwsvd::Impl::upper_block(w, e, P, Q);
+      kwsvd::Impl::upper_block(w, 1.0f / float(w + 1), e, P, Q);
       ASSERT_LE(P, Q) << w;
       ASSERT_LT(Q, w) << w;
       ++seen[P * w + Q];

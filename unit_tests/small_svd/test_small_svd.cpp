@@ -21,11 +21,7 @@ using kwsvd::test::random_matrix;
 using kwsvd::test::svd_errors;
 using Exec = Kokkos::DefaultExecutionSpace;
 
-template <class T, class L>
-struct Case {
-  using Scalar = T;
-  using Layout = L;
-};
+using kwsvd::test::Case;
 
 template <class T>
 using BatchResult = kwsvd::test::BatchResult<T>;
@@ -76,8 +72,7 @@ class SmallSvd : public ::testing::Test {
   }
 };
 
-using Cases = ::testing::Types<Case<double, Kokkos::LayoutLeft>, Case<double, Kokkos::LayoutRight>,
-                               Case<float, Kokkos::LayoutLeft>, Case<float, Kokkos::LayoutRight>>;
+using Cases = kwsvd::test::ScalarLayoutCases;
 TYPED_TEST_SUITE(SmallSvd, Cases);
 
 TYPED_TEST(SmallSvd, MatchesLapackOnRandomMatrices) {

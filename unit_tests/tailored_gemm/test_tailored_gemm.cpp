@@ -23,11 +23,7 @@ namespace {
 using Exec = Kokkos::DefaultExecutionSpace;
 using kwsvd::Impl::BlockPairTask;
 
-template <class T, class L>
-struct Case {
-  using Scalar = T;
-  using Layout = L;
-};
+using kwsvd::test::Case;
 
 // A batch of matrices with different row counts in one rank-3 View
 // (batch, m_max, n), each matrix using its first m_k rows, and the tasks of
@@ -114,8 +110,7 @@ class TailoredGemm : public ::testing::Test {
   const std::vector<int> mixed_rows = {5, 37, 64, 130, 201};
 };
 
-using Cases = ::testing::Types<Case<double, Kokkos::LayoutLeft>, Case<double, Kokkos::LayoutRight>,
-                               Case<float, Kokkos::LayoutLeft>, Case<float, Kokkos::LayoutRight>>;
+using Cases = kwsvd::test::ScalarLayoutCases;
 TYPED_TEST_SUITE(TailoredGemm, Cases);
 
 TYPED_TEST(TailoredGemm, GramMatchesReferenceForEveryWidth) {

@@ -156,18 +156,17 @@ void batched_gram_evd(const ExecSpace& exec, const BView& B, const LambdaView& l
 
   const Scalar tol = Impl::resolved_tolerance<Scalar>(options.tolerance);
   using Functor = Impl::BatchedGramEvdFunctor<ExecSpace, Scalar>;
-  const Functor functor{
-      Impl::matrix_of<const Scalar>(B, 0),
-      std::ptrdiff_t(B.stride(0)),
-      lambda.data(),
-      std::ptrdiff_t(lambda.stride(0)),
-      std::ptrdiff_t(lambda.stride(1)),
-      Impl::matrix_of<Scalar>(J, 0),
-      std::ptrdiff_t(J.stride(0)),
-      info.data(),
-      int(n),
-      Impl::GramEvdControl<Scalar>{tol, options.max_sweeps, options.sweeps, options.order,
-                                   options.positive_semidefinite}};
+  const Functor functor{Impl::matrix_of<const Scalar>(B, 0),
+                        std::ptrdiff_t(B.stride(0)),
+                        lambda.data(),
+                        std::ptrdiff_t(lambda.stride(0)),
+                        std::ptrdiff_t(lambda.stride(1)),
+                        Impl::matrix_of<Scalar>(J, 0),
+                        std::ptrdiff_t(J.stride(0)),
+                        info.data(),
+                        int(n),
+                        Impl::GramEvdControl<Scalar>{tol, options.max_sweeps, options.sweeps,
+                                                     options.order, options.positive_semidefinite}};
   const std::size_t scratch = Impl::gram_evd_scratch_bytes<ExecSpace, Scalar>(int(n));
   // Vector lanes only serve the column loops that load and store the matrix;
   // every per-step loop is spread over all threads of the team.

@@ -50,8 +50,7 @@ class BatchedSvd {
                                        std::to_string(n));
     }
     Impl::require_jacobi_options(fn, options.tolerance, options.max_sweeps);
-    const Job job = options.job;
-    level0_ = options.level0 && small_svd_fits<Scalar, ExecSpace>(int(m), int(n), job);
+    level0_ = options.level0 && small_svd_fits<Scalar, ExecSpace>(int(m), int(n), options.job);
     if (!level0_ && batch > 0 && m > 0 && n > 0)
       solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(int(batch), int(m), int(n), options);
   }
@@ -222,8 +221,9 @@ void batched_svd(const ExecSpace& exec, int batch, int m, int n, const Scalar* A
                                            std::size_t(n), std::size_t(lda)));
   Values Sv(S, Kokkos::LayoutStride(b, std::size_t(strideS), std::size_t(k), 1));
   Infos Iv(info, b);
-  BatchedSvd<ExecSpace, Scalar> svd(exec, batch, m, n,
-                                    vectors ? options : (options.job = Job::values, options));
+  if (!vectors)
+    options.job = Job::values;
+  BatchedSvd<ExecSpace, Scalar> svd(exec, batch, m, n, options);
   if (!vectors) {
     svd.compute(Av, Sv, Iv);
     return;

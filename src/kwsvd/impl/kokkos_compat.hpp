@@ -63,6 +63,13 @@ inline int team_scratch_bytes_max() {
   return Kokkos::TeamPolicy<ExecSpace>::scratch_size_max(0);
 }
 
+// Whether ExecSpace runs away from the host (a GPU backend): picks the
+// GPU or host defaults of the tuning engine.
+template <class ExecSpace>
+constexpr bool runs_off_host() {
+  return !Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible;
+}
+
 // Longest vector (ThreadVectorRange) length ExecSpace supports.
 template <class ExecSpace>
 inline int vector_length_max() {

@@ -107,10 +107,6 @@ KOKKOS_INLINE_FUNCTION void upper_block(int w, float inv_w1, int e, int& P, int&
   }
 }
 
-KOKKOS_INLINE_FUNCTION void upper_block(int w, int e, int& P, int& Q) {
-  upper_block(w, 1.0f / float(w + 1), e, P, Q);
-}
-
 /// The EVD B = J diag(lambda) J^T of the team's symmetric matrix (upper
 /// triangle read). Collective over the team.
 template <class Member, class Scalar>
@@ -128,34 +124,22 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
 
   // 1. Load the upper triangle into both triangles (odd n: zero last row and
   //    column), J = I, and the largest magnitude (non-finite counts as Inf).
-  Scalar amax = 0;
-  Kokkos::parallel_reduce(
-      Kokkos::TeamThreadRange(member, ne),
-      [&](const int col, Scalar& team_max) {
-        Scalar col_max = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(member, ne),
-            [&](const int row, Scalar& lane_max) {
-              const bool inside = row < n && col < n;
-              const Scalar x = inside ? (row <= col ? A(row, col) : A(col, row)) : Scalar(0);
-              B[row + ldb * col] = x;
-              J[row + ld * col] = row == col ? Scalar(1) : Scalar(0);
-              const Scalar ax = magnitude_or_inf(x);
-              if (ax > lane_max)
-                lane_max = ax;
-            },
-            Kokkos::Max<Scalar>(col_max));
-        if (col_max > team_max)
-          team_max = col_max;
+  const Scalar amax = copy_with_max_magnitude(
+      member, ne, ne,
+      [&](const int row, const int col) {
+        const bool inside = row < n && col < n;
+        return inside ? (row <= col ? A(row, col) : A(col, row)) : Scalar(0);
       },
-      Kokkos::Max<Scalar>(amax));
+      B, ldb);
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, ne), [&](const int col) {
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ne), [&](const int row) {
+      J[row + ld * col] = row == col ? Scalar(1) : Scalar(0);
+    });
+  });
 
   if (!(amax < scalar_limits<Scalar>::infinity())) {
-    const Scalar nan = quiet_nan<Scalar>();
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n),
-                         [&](const int c) { out.lambda[c * out.lambda_stride] = nan; });
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n * n),
-                         [&](const int e) { out.J(e % n, e / n) = nan; });
+    poison_values(member, out.lambda, n, out.lambda_stride);
+    poison_matrix(member, out.J);
     write_info(member, out.info, 0, false, true);
     return;
   }

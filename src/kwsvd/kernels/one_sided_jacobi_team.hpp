@@ -79,6 +79,54 @@ KOKKOS_INLINE_FUNCTION Scalar magnitude_or_inf(Scalar x) {
   return kmath::isfinite(x) ? kmath::fabs(x) : scalar_limits<Scalar>::infinity();
 }
 
+/// X(r, c) = entry(r, c) for a rows x cols matrix (column-major, leading
+/// dimension ldx), returning the team's largest magnitude_or_inf of the
+/// entries: the load and the NaN/Inf scan of every kernel in one pass.
+/// Columns over team threads, rows over vector lanes (contiguous stores).
+template <class Member, class Scalar, class Entry>
+KOKKOS_INLINE_FUNCTION Scalar copy_with_max_magnitude(const Member& member, int rows, int cols,
+                                                      const Entry& entry, Scalar* X,
+                                                      std::size_t ldx) {
+  Scalar amax = 0;
+  Kokkos::parallel_reduce(
+      Kokkos::TeamThreadRange(member, cols),
+      [&](const int c, Scalar& team_max) {
+        Scalar col_max = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(member, rows),
+            [&](const int r, Scalar& lane_max) {
+              const Scalar x = entry(r, c);
+              X[r + ldx * c] = x;
+              const Scalar ax = magnitude_or_inf(x);
+              if (ax > lane_max)
+                lane_max = ax;
+            },
+            Kokkos::Max<Scalar>(col_max));
+        if (col_max > team_max)
+          team_max = col_max;
+      },
+      Kokkos::Max<Scalar>(amax));
+  return amax;
+}
+
+/// NaN into `count` values, `stride` apart: what a matrix with NaN/Inf input
+/// gets in its value outputs.
+template <class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void poison_values(const Member& member, Scalar* values, int count,
+                                          std::ptrdiff_t stride) {
+  const Scalar nan = quiet_nan<Scalar>();
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, count),
+                       [&](const int c) { values[c * stride] = nan; });
+}
+
+/// NaN into every entry of an output matrix.
+template <class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void poison_matrix(const Member& member, const StridedMatrix<Scalar>& X) {
+  const Scalar nan = quiet_nan<Scalar>();
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, X.rows * X.cols),
+                       [&](const int e) { X(e % X.rows, e / X.rows) = nan; });
+}
+
 /// One team's SvdInfo / EvdInfo, written by one thread.
 template <class Member>
 KOKKOS_INLINE_FUNCTION void write_info(const Member& member, SvdInfo* info, int sweeps,
@@ -305,37 +353,17 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
   // 1. Load (transposing when m < n) and find the largest magnitude in one
   //    pass; a NaN or Inf entry counts as +Inf, so amax is finite exactly
   //    when the matrix is.
-  Scalar amax = 0;
-  Kokkos::parallel_reduce(
-      Kokkos::TeamThreadRange(member, N),
-      [&](const int c, Scalar& team_max) {
-        Scalar col_max = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(member, M),
-            [&](const int r, Scalar& lane_max) {
-              const Scalar x = shape.transposed ? A(c, r) : A(r, c);
-              W[r + ldw * c] = x;
-              const Scalar ax = magnitude_or_inf(x);
-              if (ax > lane_max)
-                lane_max = ax;
-            },
-            Kokkos::Max<Scalar>(col_max));
-        if (col_max > team_max)
-          team_max = col_max;
-      },
-      Kokkos::Max<Scalar>(amax));
+  const Scalar amax = copy_with_max_magnitude(
+      member, M, N, [&](const int r, const int c) { return shape.transposed ? A(c, r) : A(r, c); },
+      W, ldw);
 
   const int k = N;
   if (!(amax < scalar_limits<Scalar>::infinity())) {
     // Report and poison this matrix's outputs; the other teams are unaffected.
-    const Scalar nan = quiet_nan<Scalar>();
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k),
-                         [&](const int c) { out.S[c * out.s_stride] = nan; });
+    poison_values(member, out.S, k, out.s_stride);
     if (shape.vectors) {
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, shape.m * k),
-                           [&](const int e) { out.U(e % shape.m, e / shape.m) = nan; });
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, shape.n * k),
-                           [&](const int e) { out.V(e % shape.n, e / shape.n) = nan; });
+      poison_matrix(member, out.U);
+      poison_matrix(member, out.V);
     }
     write_info(member, out.info, 0, false, true);
     return;

@@ -27,29 +27,20 @@ KOKKOS_INLINE_FUNCTION bool wcycle_load_team(const Member& member,
                                              Scalar& scale_out) {
   const int m = A.rows, n = A.cols;
   const int M = transpose ? n : m, N = transpose ? m : n;
-  Scalar amax = 0;
-  Kokkos::parallel_reduce(
-      Kokkos::TeamVectorRange(member, M * N),
-      [&](const int e, Scalar& mx) {
-        const int r = e % M, c = e / M;
-        const Scalar x = transpose ? A(c, r) : A(r, c);
-        W[r + ldw * c] = x;
-        const Scalar ax = magnitude_or_inf(x);
-        if (ax > mx)
-          mx = ax;
-      },
-      Kokkos::Max<Scalar>(amax));
-  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, N * N), [&](const int e) {
-    const int r = e % N, c = e / N;
-    V[r + ldv * c] = r == c ? Scalar(1) : Scalar(0);
+  const Scalar amax = copy_with_max_magnitude(
+      member, M, N, [&](const int r, const int c) { return transpose ? A(c, r) : A(r, c); }, W,
+      ldw);
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N),
+                         [&](const int r) { V[r + ldv * c] = r == c ? Scalar(1) : Scalar(0); });
   });
   if (!(amax < scalar_limits<Scalar>::infinity()))
     return false;
   const Scalar scale = power_of_two_scale(amax);
   member.team_barrier();
-  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, M * N), [&](const int e) {
-    const int r = e % M, c = e / M;
-    W[r + ldw * c] *= scale;
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M),
+                         [&](const int r) { W[r + ldw * c] *= scale; });
   });
   scale_out = scale;
   member.team_barrier();
@@ -72,14 +63,10 @@ KOKKOS_INLINE_FUNCTION void wcycle_finish_team(const Member& member, const Scala
                                                const StridedMatrix<Scalar>& V_out, bool vectors) {
   // Outputs for A (m x n): U_out m x k, V_out n x k, k = min(m, n) = N.
   if (nonfinite) {
-    const Scalar nan = quiet_nan<Scalar>();
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, N),
-                         [&](const int c) { S[c * s_stride] = nan; });
+    poison_values(member, S, N, s_stride);
     if (vectors) {
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, U_out.rows * N),
-                           [&](const int e) { U_out(e % U_out.rows, e / U_out.rows) = nan; });
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, V_out.rows * N),
-                           [&](const int e) { V_out(e % V_out.rows, e / V_out.rows) = nan; });
+      poison_matrix(member, U_out);
+      poison_matrix(member, V_out);
     }
     return;
   }

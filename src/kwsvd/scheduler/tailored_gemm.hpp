@@ -16,6 +16,7 @@
 #include "kwsvd/api/errors.hpp"
 #include "kwsvd/impl/kokkos_compat.hpp"
 #include "kwsvd/kernels/gram_team.hpp"
+#include "kwsvd/kernels/one_sided_jacobi_team.hpp"
 #include "kwsvd/kernels/tailored_gemm_team.hpp"
 #include "kwsvd/tuning/tailoring_plan.hpp"
 
@@ -70,6 +71,45 @@ inline PlateLayout build_plate_layout(const std::vector<int>& task_rows, int del
   return layout;
 }
 
+/// A device copy of a host vector (planning time: allocates).
+template <class MemorySpace, class T>
+Kokkos::View<T*, MemorySpace> copy_to_device(const std::vector<T>& host, const std::string& label) {
+  Kokkos::View<T*, MemorySpace> d(Kokkos::view_alloc(Kokkos::WithoutInitializing, label),
+                                  host.size());
+  Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(host.data(),
+                                                                                       host.size());
+  Kokkos::deep_copy(d, h);
+  return d;
+}
+
+/// Appends the column-block pairs of round-robin step `step` of a
+/// column-major rows x cols matrix at `data` (leading dimension rows), blocks
+/// of width w (the last one narrower), tagged with `matrix`; each task's
+/// `pair` is its index in `tasks`.
+template <class Scalar>
+void append_step_pairs(std::vector<BlockPairTask<Scalar>>& tasks, Scalar* data, int rows, int cols,
+                       int w, int step, int matrix) {
+  const int blocks = (cols + w - 1) / w, even = blocks + (blocks & 1);
+  for (int k = 0; k < even / 2; ++k) {
+    int i, j;
+    round_robin_pair(even, step, k, i, j);
+    if (j >= blocks)
+      continue;  // the phantom block of an odd count
+    BlockPairTask<Scalar> t;
+    t.data = data;
+    t.row_stride = 1;
+    t.col_stride = rows;
+    t.rows = rows;
+    t.col_i = i * w;
+    t.col_j = j * w;
+    t.width_i = std::min(w, cols - i * w);
+    t.width_j = std::min(w, cols - j * w);
+    t.matrix = matrix;
+    t.pair = int(tasks.size());
+    tasks.push_back(t);
+  }
+}
+
 /// A plate layout on the device plus the launch shape of one level.
 template <class ExecSpace>
 struct TailoredGemmWork {
@@ -104,18 +144,10 @@ TailoredGemmWork<ExecSpace> make_tailored_gemm_work(const std::vector<int>& task
   work.team_threads = plan.team_threads;
   for (const auto& s : layout.segments)
     work.max_segment_rows = std::max(work.max_segment_rows, s.rows);
-  auto copy = [](const auto& host, const char* label) {
-    using T = typename std::decay_t<decltype(host)>::value_type;
-    Kokkos::View<T*, typename TailoredGemmWork<ExecSpace>::memory_space> d(
-        Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), host.size());
-    Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(
-        host.data(), host.size());
-    Kokkos::deep_copy(d, h);
-    return d;
-  };
-  work.segments = copy(layout.segments, "kwsvd::plate_segments");
-  work.team_begin = copy(layout.team_begin, "kwsvd::plate_team_begin");
-  work.partial_begin = copy(layout.partial_begin, "kwsvd::plate_partial_begin");
+  using Space = typename TailoredGemmWork<ExecSpace>::memory_space;
+  work.segments = copy_to_device<Space>(layout.segments, "kwsvd::plate_segments");
+  work.team_begin = copy_to_device<Space>(layout.team_begin, "kwsvd::plate_team_begin");
+  work.partial_begin = copy_to_device<Space>(layout.partial_begin, "kwsvd::plate_partial_begin");
   return work;
 }
 

@@ -34,17 +34,22 @@
 
 namespace kwsvd::Impl {
 
+/// The widest block w (of 48, 32, 24, 16, 8) whose 2w x 2w Gram EVD fits
+/// level-0 scratch on ExecSpace; 0 when none does.
+template <class ExecSpace, class Scalar>
+int widest_evd_block() {
+  for (int w : {48, 32, 24, 16, 8})
+    if (gram_evd_fits<Scalar, ExecSpace>(2 * w))
+      return w;
+  return 0;
+}
+
 /// The block width and tailoring plan for a batch of M x N working matrices
 /// (M >= N): the engine's choice among widths whose Gram EVD fits, never
 /// wider than half the columns (rounded up to even, at least 2).
 template <class ExecSpace, class Scalar>
 TailoringPlan plan_wcycle_level(int batch, int M, int N) {
-  int w_max = 0;
-  for (int w : {48, 32, 24, 16, 8})
-    if (gram_evd_fits<Scalar, ExecSpace>(2 * w)) {
-      w_max = w;
-      break;
-    }
+  const int w_max = widest_evd_block<ExecSpace, Scalar>();
   const int half = std::max(2, ((N + 1) / 2 + 1) / 2 * 2);
   std::vector<TailoringPlan> candidates;
   for (const auto& p : tailoring_candidates(M, w_max))
@@ -52,9 +57,9 @@ TailoringPlan plan_wcycle_level(int batch, int M, int N) {
       candidates.push_back(p);
   if (candidates.empty())
     return {std::min(half, std::max(w_max, 2)), std::max(1, M), 256};
-  const bool gpu = !Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible;
   const std::vector<MatrixShape> shapes(std::size_t(batch), {M, N});
-  return choose_tailoring_plan(candidates, shapes, active_tuning_parameters(gpu).tlp_threshold);
+  return choose_tailoring_plan(candidates, shapes,
+                               active_tuning_parameters(runs_off_host<ExecSpace>()).tlp_threshold);
 }
 
 /// Device state and plan of one uniform batch shape; run() allocates nothing.
@@ -69,15 +74,14 @@ class WcycleLevelSolver {
   WcycleLevelSolver() = default;
 
   WcycleLevelSolver(int batch, int m, int n, const SvdOptions& options)
-      : batch_(batch), m_(m), n_(n), options_(options) {
+      : batch_(batch), options_(options) {
     transpose_ = m < n;
     M_ = std::max(m, n);
     N_ = std::min(m, n);
     plan_ = plan_wcycle_level<ExecSpace, Scalar>(batch, M_, N_);
     w_ = plan_.w;
-    blocks_ = (N_ + w_ - 1) / w_;
-    const int even = blocks_ + (blocks_ & 1);
-    steps_ = blocks_ > 1 ? even - 1 : 0;
+    const int blocks = (N_ + w_ - 1) / w_, even = blocks + (blocks & 1);
+    steps_ = blocks > 1 ? even - 1 : 0;
     // Working matrices, one after the other, each column-major.
     W_ = Vec<Scalar>("kwsvd::W", std::size_t(batch) * M_ * N_);
     V_ = Vec<Scalar>("kwsvd::V", std::size_t(batch) * N_ * N_);
@@ -87,37 +91,14 @@ class WcycleLevelSolver {
     std::size_t pairs_max = 0, partial = 0;
     for (int step = 0; step < steps_; ++step) {
       std::vector<BlockPairTask<Scalar>> tasks;
-      for (int kind = 0; kind < 2; ++kind)  // A's pairs, then V's
-        for (int b = 0; b < batch; ++b)
-          for (int k = 0; k < even / 2; ++k) {
-            int i, j;
-            round_robin_pair(even, step, k, i, j);
-            if (j >= blocks_)
-              continue;
-            BlockPairTask<Scalar> t;
-            const bool v = kind == 1;
-            t.data = v ? V_.data() + std::size_t(b) * N_ * N_
-                       : W_.data() + std::size_t(b) * M_ * N_;
-            t.row_stride = 1;
-            t.col_stride = v ? N_ : M_;
-            t.rows = v ? N_ : M_;
-            t.col_i = i * w_;
-            t.col_j = j * w_;
-            t.width_i = std::min(w_, N_ - i * w_);
-            t.width_j = std::min(w_, N_ - j * w_);
-            t.matrix = b;
-            tasks.push_back(t);
-          }
-      // A's task t and V's task t rotate by the same J.
-      const std::size_t pairs = tasks.size() / 2;
-      for (std::size_t t = 0; t < tasks.size(); ++t)
-        tasks[t].pair = int(t % pairs);
-      Vec<BlockPairTask<Scalar>> d("kwsvd::tasks", tasks.size());
-      auto h = Kokkos::create_mirror_view(d);
-      for (std::size_t t = 0; t < tasks.size(); ++t)
-        h(t) = tasks[t];
-      Kokkos::deep_copy(d, h);
-      tasks_.push_back(d);
+      for (int b = 0; b < batch; ++b)
+        append_step_pairs(tasks, W_.data() + std::size_t(b) * M_ * N_, M_, N_, w_, step, b);
+      const std::size_t pairs = tasks.size();
+      for (int b = 0; b < batch; ++b)  // V's pairs: the same rotations as A's
+        append_step_pairs(tasks, V_.data() + std::size_t(b) * N_ * N_, N_, N_, w_, step, b);
+      for (std::size_t t = pairs; t < tasks.size(); ++t)
+        tasks[t].pair -= int(pairs);
+      tasks_.push_back(copy_to_device<memory_space>(tasks, "kwsvd::tasks"));
       std::vector<int> a_rows(pairs, M_), all_rows;
       all_rows = a_rows;
       all_rows.insert(all_rows.end(), pairs, N_);
@@ -126,7 +107,6 @@ class WcycleLevelSolver {
       partial = std::max(partial, tailored_gram_partial_size(gram_work_.back()));
       pairs_max = std::max(pairs_max, pairs);
     }
-    pairs_ = pairs_max;
     partial_ = Vec<Scalar>("kwsvd::partial", std::max<std::size_t>(partial, 1));
     B_ = Vec<Scalar>("kwsvd::B", std::max<std::size_t>(pairs_max * nn, 1));
     J_ = Vec<Scalar>("kwsvd::J", std::max<std::size_t>(pairs_max * nn, 1));
@@ -267,11 +247,10 @@ class WcycleLevelSolver {
   }
 
  private:
-  int batch_ = 0, m_ = 0, n_ = 0, M_ = 0, N_ = 0, w_ = 0, blocks_ = 0, steps_ = 0;
+  int batch_ = 0, M_ = 0, N_ = 0, w_ = 0, steps_ = 0;
   bool transpose_ = false;
   SvdOptions options_;
   TailoringPlan plan_;
-  std::size_t pairs_ = 0;
   Vec<Scalar> W_, V_, scale_, partial_, B_, J_;
   Vec<int> state_;
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> lambda_;
