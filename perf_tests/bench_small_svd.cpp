@@ -1,17 +1,12 @@
 // Batched SVD of small matrices (m, n <= 32): kwsvd::batched_small_svd (the
-// level-0 one-sided Jacobi team kernel) against cuSOLVER gesvdjBatched (CUDA
-// builds) on the same device-resident data, both computing S, U and V.
+// level-0 one-sided Jacobi team kernel) and its lanes-per-pair sweep, the data
+// behind Impl::lanes_per_pair_measured. The comparison with cuSOLVER
+// gesvdjBatched on the same shapes is perf_svd_suite's fig7 and seed002.
 //
-// Data: entries uniform in [-1, 1]; each matrix column-major and contiguous
-// (cuSOLVER's layout), seen by kwsvd through a LayoutStride View of the same
-// memory. Timing: CUDA events around the call alone (gesvdjBatched overwrites
-// A, so its input is restored outside the timed region), median over
-// repetitions. GFLOP/s uses a fixed nominal count, 22 k^3 per matrix with
-// k = min(m, n) (LAPACK's estimate for an SVD with vectors), identical for
-// both libraries, so it is a speed ratio, not a measured flop rate. Counters: residual = max ||A -
-// U S V^T||_F /
-// ||A||_F and orthU = max ||U^T U - I||_F over the first 4 matrices; sweeps =
-// mean Jacobi sweeps (kwsvd).
+// Data: entries uniform in [-1, 1]; each matrix column-major and contiguous,
+// seen through a LayoutStride View. Timing: CUDA events around the call
+// (fence and clock on host backends). Counters: the suite's nominal GFLOP/s
+// (svd_bench_common.hpp), residual, orthU, sweeps.
 
 #include <algorithm>
 #include <cmath>
@@ -20,10 +15,6 @@
 #include "bench_common.hpp"
 #include "kwsvd/kwsvd.hpp"
 #include "svd_bench_common.hpp"
-
-#ifdef KWSVD_HAVE_CUDA_BASELINES
-#include <cusolverDn.h>
-#endif
 
 namespace {
 
@@ -92,74 +83,5 @@ void lanes_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK_TEMPLATE(BM_kwsvd_small_svd_lanes, double)->Apply(lanes_args);
 BENCHMARK_TEMPLATE(BM_kwsvd_small_svd_lanes, float)->Apply(lanes_args);
-
-#ifdef KWSVD_HAVE_CUDA_BASELINES
-cusolverStatus_t gesvdj_batched_buffer(cusolverDnHandle_t h, int m, int n, const double* a,
-                                       const double* s, const double* u, const double* v,
-                                       int* lwork, gesvdjInfo_t p, int batch) {
-  return cusolverDnDgesvdjBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, v, n,
-                                             lwork, p, batch);
-}
-cusolverStatus_t gesvdj_batched_buffer(cusolverDnHandle_t h, int m, int n, const float* a,
-                                       const float* s, const float* u, const float* v, int* lwork,
-                                       gesvdjInfo_t p, int batch) {
-  return cusolverDnSgesvdjBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, v, n,
-                                             lwork, p, batch);
-}
-cusolverStatus_t gesvdj_batched(cusolverDnHandle_t h, int m, int n, double* a, double* s, double* u,
-                                double* v, double* work, int lwork, int* info, gesvdjInfo_t p,
-                                int batch) {
-  return cusolverDnDgesvdjBatched(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, v, n, work,
-                                  lwork, info, p, batch);
-}
-cusolverStatus_t gesvdj_batched(cusolverDnHandle_t h, int m, int n, float* a, float* s, float* u,
-                                float* v, float* work, int lwork, int* info, gesvdjInfo_t p,
-                                int batch) {
-  return cusolverDnSgesvdjBatched(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, v, n, work,
-                                  lwork, info, p, batch);
-}
-
-// gesvdjBatched returns min(m, n) values but full U (m x m) and V (n x n).
-template <class T>
-void BM_cusolver_gesvdjBatched(benchmark::State& state) {
-  const int m = int(state.range(0)), n = int(state.range(1)), batch = int(state.range(2));
-  const int k = std::min(m, n);
-  Batch<T> a_store("A", batch, n, m), a_work("Awork", batch, n, m);
-  Batch<T> u_store("U", batch, m, m), v_store("V", batch, n, n);
-  kwsvd::bench::fill_random(a_store, 42);  // the same data as kwsvd's benchmark
-  Kokkos::View<T**, Kokkos::LayoutRight> S("S", batch, k);
-  Kokkos::View<int*> info("info", batch);
-  cusolverDnHandle_t handle;
-  gesvdjInfo_t params;
-  cusolverDnCreate(&handle);
-  cusolverDnSetStream(handle, Kokkos::DefaultExecutionSpace().cuda_stream());
-  cusolverDnCreateGesvdjInfo(&params);
-  int lwork = 0;
-  gesvdj_batched_buffer(handle, m, n, a_work.data(), S.data(), u_store.data(), v_store.data(),
-                        &lwork, params, batch);
-  Kokkos::View<T*> work("work", std::size_t(lwork > 0 ? lwork : 1));
-  kwsvd::bench::DeviceTimer timer;
-  for (auto _ : state) {
-    Kokkos::deep_copy(a_work, a_store);  // gesvdj overwrites its input; not timed
-    timer.start();
-    const auto status =
-        gesvdj_batched(handle, m, n, a_work.data(), S.data(), u_store.data(), v_store.data(),
-                       work.data(), lwork, info.data(), params, batch);
-    state.SetIterationTime(timer.stop());
-    if (status != CUSOLVER_STATUS_SUCCESS) {
-      state.SkipWithError("cusolverDn?gesvdjBatched failed");
-      break;
-    }
-  }
-  cusolverDnDestroyGesvdjInfo(params);
-  cusolverDnDestroy(handle);
-  record_accuracy(state, as_matrices(a_store.data(), batch, m, n, m),
-                  as_matrices(u_store.data(), batch, m, k, m), S,
-                  as_matrices(v_store.data(), batch, n, k, n));
-  set_svd_rates<T>(state, m, n, batch);
-}
-BENCHMARK_TEMPLATE(BM_cusolver_gesvdjBatched, double)->Apply(small_svd_args);
-BENCHMARK_TEMPLATE(BM_cusolver_gesvdjBatched, float)->Apply(small_svd_args);
-#endif
 
 }  // namespace

@@ -8,5 +8,6 @@
 #include "kwsvd/api/configuration.hpp"
 #include "kwsvd/api/errors.hpp"
 #include "kwsvd/api/options.hpp"
+#include "kwsvd/api/variable_batched_svd.hpp"
 #include "kwsvd/tuning/tailoring_plan.hpp"
 #include "kwsvd/version.hpp"

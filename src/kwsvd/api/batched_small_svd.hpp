@@ -3,15 +3,19 @@
 // set fits in one team's level-0 scratch, one team per matrix (level 0 of the
 // W-cycle; the W-cycle scheduler calls the same kernel for column-block pairs).
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "kwsvd/api/errors.hpp"
 #include "kwsvd/api/options.hpp"
+#include "kwsvd/impl/matrix_slot.hpp"
 #include "kwsvd/kernels/one_sided_jacobi_team.hpp"
 #include "kwsvd/tuning/lanes_per_pair.hpp"
+#include "kwsvd/tuning/tailoring_plan.hpp"
 
 namespace kwsvd {
 
@@ -106,6 +110,92 @@ void launch_small_svd(const ExecSpace& exec, int batch, int lanes, std::size_t s
   Kokkos::parallel_for("kwsvd::batched_small_svd", policy, functor);
 }
 
+/// Vector lanes per column pair for a group whose largest work matrix has
+/// `rows` rows: the caller's choice or the chosen rule (§IV-B-1).
+inline int small_svd_lanes(const SvdOptions& options, int rows, long batch) {
+  return options.lanes_per_pair != 0            ? options.lanes_per_pair
+         : options.lanes_rule == LanesRule::gcd ? lanes_per_pair_rule(rows)
+                                                : lanes_per_pair_measured(rows, batch);
+}
+
+/// Level-0 SVDs of a group of matrices of different shapes, one team each,
+/// read and written through slots; each matrix has its own shape (planned on
+/// the host with the general row loop, rows_per_lane = 0).
+template <class ExecSpace, class Scalar>
+struct SlottedSmallSvdFunctor {
+  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using ScratchVector = Kokkos::View<Scalar*, typename ExecSpace::scratch_memory_space,
+                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using FlagVector = Kokkos::View<int*, typename ExecSpace::scratch_memory_space,
+                                  Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  IndexedSlots<Scalar> slots;
+  const OneSidedJacobiShape* shapes;
+  bool vectors;
+  Scalar tol;
+  int max_sweeps;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const int b = member.league_rank();
+    OneSidedJacobiShape shape = shapes[b];
+    shape.vectors = shape.vectors && vectors;
+    const int N = shape.cols;
+    ScratchVector W(member.team_scratch(0), std::size_t(shape.ld_w) * N);
+    ScratchVector Vw(member.team_scratch(0), shape.vectors ? std::size_t(shape.ld_v) * N : 0);
+    ScratchVector d(member.team_scratch(0), std::size_t(N));
+    FlagVector flags(member.team_scratch(0), 2);
+    const MatrixSlot<Scalar> slot = slots(b);
+    one_sided_jacobi_team<0>(
+        member, slot.a, shape,
+        OneSidedJacobiScratch<Scalar>{W.data(), Vw.data(), d.data(), flags.data()},
+        OneSidedJacobiOutput<Scalar>{slot.s, slot.s_stride, slot.u, slot.v, slot.info}, tol,
+        max_sweeps);
+  }
+};
+
+/// The host plan of such a group: per-matrix shapes (padded as far as the
+/// scratch limit allows), lanes per pair, team size and scratch per team.
+struct SlottedSmallSvdPlan {
+  std::vector<OneSidedJacobiShape> shapes;
+  int lanes = 1, pairs = 1;
+  std::size_t scratch = 0;
+};
+
+template <class ExecSpace, class Scalar>
+SlottedSmallSvdPlan plan_slotted_small_svd(const std::vector<MatrixShape>& shapes, bool vectors,
+                                           const SvdOptions& options) {
+  SlottedSmallSvdPlan plan;
+  int rows = 1;
+  for (const auto& s : shapes)
+    rows = std::max(rows, std::max(s.rows, s.cols));
+  int lanes = small_svd_lanes(options, rows, long(shapes.size()));
+  const std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
+  for (const auto& s : shapes) {
+    OneSidedJacobiShape shape =
+        plan_one_sided_jacobi<ExecSpace, Scalar>(s.rows, s.cols, vectors, lanes, limit);
+    shape.rows_per_lane = 0;  // one compiled loop for every shape: the general one
+    plan.shapes.push_back(shape);
+    plan.scratch = std::max(plan.scratch, one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(shape));
+    plan.pairs = std::max(plan.pairs, (shape.cols + 1) / 2);
+  }
+  while (lanes > 1 && lanes > vector_length_max<ExecSpace>())
+    lanes /= 2;
+  plan.lanes = lanes;
+  return plan;
+}
+
+template <class ExecSpace, class Scalar>
+void launch_slotted_small_svd(const ExecSpace& exec, int count, const SlottedSmallSvdPlan& plan,
+                              const SlottedSmallSvdFunctor<ExecSpace, Scalar>& functor) {
+  if (count == 0)
+    return;
+  Kokkos::TeamPolicy<ExecSpace> probe(exec, count, 1, plan.lanes);
+  probe.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(plan.scratch)));
+  const int team_max = probe.team_size_max(functor, Kokkos::ParallelForTag());
+  Kokkos::TeamPolicy<ExecSpace> policy(exec, count, std::min(plan.pairs, team_max), plan.lanes);
+  policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(plan.scratch)));
+  Kokkos::parallel_for("kwsvd::batched_small_svd_variable", policy, functor);
+}
+
 template <class ExecSpace, class AView, class SView, class UView, class VView, class InfoView>
 void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& S, const UView& U,
                             const VView& V, const InfoView& info, const SvdOptions& options,
@@ -153,13 +243,7 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
                     "(batch, n, min(m, n)) with batch, m, n taken from A");
   }
   require_jacobi_options(fn, options.tolerance, options.max_sweeps);
-  const int lanes_request = options.lanes_per_pair;
-  if (lanes_request != 0 &&
-      (lanes_request < 1 || lanes_request > 32 || (lanes_request & (lanes_request - 1)) != 0)) {
-    throw_invalid_argument(fn, "options.lanes_per_pair",
-                           "must be 0 (automatic) or a power of two from 1 to 32, got " +
-                               std::to_string(lanes_request));
-  }
+  require_lanes_per_pair(fn, options.lanes_per_pair);
   if (batch == 0)
     return;
   if (!small_svd_fits<Scalar, ExecSpace>(int(m), int(n),
@@ -179,9 +263,7 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
   // alpha x warp per pair (§IV-B-1): the caller's choice or the chosen rule,
   // from the row count of the work matrix; never more than the backend has.
   const int rows = int(m > n ? m : n);
-  int lanes = lanes_request != 0                     ? lanes_request
-              : options.lanes_rule == LanesRule::gcd ? lanes_per_pair_rule(rows)
-                                                     : lanes_per_pair_measured(rows, long(batch));
+  int lanes = small_svd_lanes(options, rows, long(batch));
   // The row-block order follows the requested lanes even where the backend
   // runs fewer (host backends: 1), so host CI exercises the same traversal.
   const OneSidedJacobiShape shape = plan_one_sided_jacobi<ExecSpace, Scalar>(

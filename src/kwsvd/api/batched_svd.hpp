@@ -6,6 +6,7 @@
 
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "kwsvd/api/batched_small_svd.hpp"
 #include "kwsvd/api/errors.hpp"
@@ -52,7 +53,8 @@ class BatchedSvd {
     Impl::require_jacobi_options(fn, options.tolerance, options.max_sweeps);
     level0_ = options.level0 && small_svd_fits<Scalar, ExecSpace>(int(m), int(n), options.job);
     if (!level0_ && batch > 0 && m > 0 && n > 0)
-      solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(int(batch), int(m), int(n), options);
+      solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(
+          std::vector<MatrixShape>(std::size_t(batch), MatrixShape{int(m), int(n)}), options);
   }
 
   /// True when the shape runs in the level-0 kernel (no block rotations).
@@ -129,7 +131,7 @@ class BatchedSvd {
         batched_small_svd(exec_, A, S, info, options_);
       return;
     }
-    solver_.run(exec_, A, S, U, V, info, vectors);
+    solver_.run(exec_, Impl::uniform_slots<Scalar>(A, S, U, V, info, vectors), vectors);
   }
 
   ExecSpace exec_;

@@ -45,4 +45,12 @@ void require_jacobi_options(const char* function, double tolerance, int max_swee
   }
 }
 
+void require_lanes_per_pair(const char* function, int lanes) {
+  if (lanes != 0 && (lanes < 1 || lanes > 32 || (lanes & (lanes - 1)) != 0)) {
+    throw_invalid_argument(
+        function, "options.lanes_per_pair",
+        "must be 0 (automatic) or a power of two from 1 to 32, got " + std::to_string(lanes));
+  }
+}
+
 }  // namespace kwsvd::Impl

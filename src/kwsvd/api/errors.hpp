@@ -33,5 +33,9 @@ void require_extents(const char* function, const char* argument,
 /// every Jacobi entry point shares, named as options.<field>.
 void require_jacobi_options(const char* function, double tolerance, int max_sweeps);
 
+/// Throws unless lanes is 0 (automatic) or a power of two from 1 to 32,
+/// named as options.lanes_per_pair.
+void require_lanes_per_pair(const char* function, int lanes);
+
 }  // namespace Impl
 }  // namespace kwsvd

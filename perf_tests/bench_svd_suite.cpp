@@ -1,0 +1,430 @@
+// perf_svd_suite: every SVD experiment class of the W-cycle paper (§V: Fig. 7,
+// Fig. 8(a)/(b), Table IV, Table VI; Table V is perf_tailored_gemm's
+// tailoring_plan) and of seed 002 (tiny batch 10000, square to 1000 at batch
+// 1000, tall n = 16), in double and float, with the baselines in the same
+// binary on the same data:
+//   kwsvd                   kwsvd::BatchedSvd (uniform) or the pointer-array
+//                           kwsvd::VariableBatchedSvd (mixed sizes)
+//   cusolver_gesvdjBatched  CUDA builds, m, n <= 32
+//   cusolver_gesvdj_loop    CUDA builds, one gesvdj call per matrix on one
+//                           stream (the W-cycle paper's baseline beyond 32)
+//   cusolver_gesvda         CUDA builds, gesvdaStridedBatched (m >= n, uniform)
+//   lapack_omp              host builds, LAPACK gesvd per matrix on all host
+//                           cores (OpenMP)
+//
+//   perf_svd_suite --suite=<smoke|paper|seed002|full> [benchmark flags]
+//
+// Benchmark names: <experiment>/<implementation>/<scalar>/m:M/n:N/batch:B, or
+// .../group:L/batch:B for a mixed-size group whose shapes are drawn
+// uniformly in (L/2, L] x (L/2, L] (fixed seed; the paper's Table VI groups
+// SuiteSparse matrices by the same bound). Every entry records the time per
+// call (manual, device-timed), GFLOP/s by the fixed nominal count of
+// svd_bench_common.hpp, the batch's max residual and orthogonality (first
+// matrices) and, for kwsvd, the mean sweeps. scripts/perf-suite runs a suite
+// and makes the report (perf_tests/report/make_report.py).
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "baselines.hpp"
+#include "bench_common.hpp"
+#include "kwsvd/api/configuration.hpp"
+#include "kwsvd/kwsvd.hpp"
+#include "svd_bench_common.hpp"
+
+namespace {
+
+using kwsvd::MatrixShape;
+using kwsvd::bench::ContiguousBatch;
+
+// One experiment point: a uniform batch or a mixed-size group.
+struct Point {
+  std::string experiment;
+  std::vector<MatrixShape> shapes;
+  std::string label;  // m:M/n:N/batch:B or group:L/batch:B
+  bool uniform = true;
+};
+
+Point uniform_point(const std::string& experiment, int m, int n, int batch) {
+  return {experiment, std::vector<MatrixShape>(std::size_t(batch), MatrixShape{m, n}),
+          "m:" + std::to_string(m) + "/n:" + std::to_string(n) + "/batch:" + std::to_string(batch),
+          true};
+}
+
+Point mixed_point(const std::string& experiment, int limit, int batch) {
+  std::mt19937 gen(std::uint32_t(1000 + limit));
+  std::uniform_int_distribution<int> size(limit / 2 + 1, limit);
+  std::vector<MatrixShape> shapes;
+  for (int b = 0; b < batch; ++b)
+    shapes.push_back({size(gen), size(gen)});
+  return {experiment, shapes, "group:" + std::to_string(limit) + "/batch:" + std::to_string(batch),
+          false};
+}
+
+// The suites. "paper": the W-cycle paper's §V classes; "seed002": seed 002's;
+// "full": both; "smoke": a CPU-sized taste of each class (CI).
+std::vector<Point> suite_points(const std::string& suite) {
+  std::vector<Point> p;
+  const bool paper = suite == "paper" || suite == "full";
+  const bool seed = suite == "seed002" || suite == "full";
+  if (suite == "smoke") {
+    p.push_back(uniform_point("fig7", 16, 16, 100));
+    p.push_back(uniform_point("fig7", 8, 32, 100));
+    p.push_back(uniform_point("fig8b", 64, 64, 4));
+    p.push_back(uniform_point("table4", 100, 100, 2));
+    p.push_back(mixed_point("table6", 32, 46));
+    p.push_back(mixed_point("table6", 64, 12));
+    p.push_back(uniform_point("seed002_tall", 200, 16, 20));
+    return p;
+  }
+  if (paper) {
+    for (int batch : {100, 1000, 10000})  // Fig. 7: m, n <= 32
+      for (auto [m, n] : {std::pair{8, 32}, std::pair{16, 32}, std::pair{32, 32}, std::pair{32, 16},
+                          std::pair{32, 8}, std::pair{16, 16}})
+        p.push_back(uniform_point("fig7", m, n, batch));
+    for (int n : {512, 1024, 2048})  // Fig. 8(a): one matrix
+      p.push_back(uniform_point("fig8a", n, n, 1));
+    for (int batch : {10, 100})  // Fig. 8(b): 64..1024, several batches
+      for (int n : {64, 128, 256, 512, 1024})
+        if (batch * double(n) * n * n <= 100 * 512.0 * 512 * 512)
+          p.push_back(uniform_point("fig8b", n, n, batch));
+    for (int n : {100, 128, 256, 512})  // Table IV
+      p.push_back(uniform_point("table4", n, n, 200));
+    const int groups[][2] = {{32, 46}, {64, 85}, {128, 156}, {256, 243}, {512, 458}};
+    for (const auto& g : groups)  // Table VI's group bounds and counts
+      p.push_back(mixed_point("table6", g[0], g[1]));
+  }
+  if (seed) {
+    for (int n : {2, 4, 8, 16, 24, 32})  // tiny, batch 10000
+      p.push_back(uniform_point("seed002_tiny", n, n, 10000));
+    for (int n : {64, 128, 256, 512, 1000})  // square to 1000, batch 1000
+      p.push_back(uniform_point("seed002_square", n, n, 1000));
+    for (int m : {100, 200, 500, 1000, 2000})  // tall, n = 16, batch 1000
+      p.push_back(uniform_point("seed002_tall", m, 16, 1000));
+  }
+  return p;
+}
+
+int max_extent(const std::vector<MatrixShape>& shapes) {
+  int e = 0;
+  for (const auto& s : shapes)
+    e = std::max({e, s.rows, s.cols});
+  return e;
+}
+
+// Nominal work of a point (svd_bench_common.hpp's count).
+double nominal_flops(const std::vector<MatrixShape>& shapes) {
+  double f = 0;
+  for (const auto& s : shapes)
+    f += kwsvd::bench::nominal_svd_flops(s.rows, s.cols);
+  return f;
+}
+
+// Times `call` within the benchmark's single iteration (Iterations(1): the
+// setup above it - allocation, data, handles, the accuracy check - runs once):
+// a first call, untimed warm-up unless it took over half a second (first
+// launches load kernels lazily; on long calls that is noise), then enough
+// timed calls for about 0.2 s, at most 50. The reported time is their mean.
+// `before` restores an input the call overwrites, outside the timing. A
+// failed call is reported as a skip.
+template <class Call>
+void timed_loop(benchmark::State& state, Call&& call, const std::function<void()>& before = {}) {
+  kwsvd::bench::DeviceTimer timer;
+  auto timed = [&](double& seconds) {
+    if (before)
+      before();
+    timer.start();
+    const bool ok = call();
+    seconds = timer.stop();
+    return ok;
+  };
+  for (auto _ : state) {
+    double first = 0, total = 0, t = 0;
+    int reps = 0;
+    if (!timed(first)) {
+      state.SkipWithError("the call failed");
+      return;
+    }
+    if (first > 0.5) {
+      total = first;
+      reps = 1;
+    } else {
+      const int want = std::clamp(int(0.2 / std::max(first, 1e-6)), 2, 50);
+      for (; reps < want; ++reps) {
+        if (!timed(t)) {
+          state.SkipWithError("the call failed");
+          return;
+        }
+        total += t;
+      }
+    }
+    state.SetIterationTime(total / reps);
+    state.counters["reps"] = reps;
+  }
+}
+
+template <class T>
+void finish(benchmark::State& state, const ContiguousBatch<T>& data) {
+  kwsvd::bench::record_accuracy(state, data);
+  kwsvd::bench::set_rates(state, nominal_flops(data.shapes), data.bytes());
+  state.counters["batch"] = double(data.shapes.size());
+  state.counters["max_extent"] = max_extent(data.shapes);
+}
+
+template <class T>
+void run_kwsvd(benchmark::State& state, const Point& point) {
+  ContiguousBatch<T> data(point.shapes);
+  Kokkos::View<kwsvd::SvdInfo*> info("info", point.shapes.size());
+  using Exec = Kokkos::DefaultExecutionSpace;
+  if (point.uniform) {
+    const int batch = int(point.shapes.size()), m = point.shapes[0].rows, n = point.shapes[0].cols;
+    kwsvd::BatchedSvd<Exec, T> svd(Exec(), batch, m, n);  // planned once, reused
+    auto A = data.uniform_a(), U = data.uniform_u(), V = data.uniform_v();
+    auto S = data.uniform_s();
+    timed_loop(state, [&]() {
+      svd.compute(A, S, U, V, info);
+      return true;
+    });
+    state.counters["w"] = svd.block_width();
+  } else {
+    kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), point.shapes);
+    timed_loop(state, [&]() {
+      svd.compute(data.a_ptr.data(), data.lda.data(), data.s_ptr.data(), data.u_ptr.data(),
+                  data.lda.data(), data.v_ptr.data(), data.ldv.data(), info.data());
+      return true;
+    });
+    state.counters["w"] = svd.block_width();
+    state.counters["level0_matrices"] = svd.level0_count();
+  }
+  kwsvd::bench::record_convergence(state, info);
+  finish(state, data);
+}
+
+#ifdef KWSVD_HAVE_CUDA_BASELINES
+using namespace kwsvd::bench;  // the typed cuSOLVER entry points
+
+struct Cusolver {
+  cusolverDnHandle_t handle{};
+  gesvdjInfo_t params{};
+  Cusolver() {
+    cusolverDnCreate(&handle);
+    cusolverDnSetStream(handle, Kokkos::DefaultExecutionSpace().cuda_stream());
+    cusolverDnCreateGesvdjInfo(&params);
+  }
+  ~Cusolver() {
+    cusolverDnDestroyGesvdjInfo(params);
+    cusolverDnDestroy(handle);
+  }
+};
+
+// gesvdjBatched returns min(m, n) values but full U (m x m) and V (n x n):
+// those go to scratch, and the accuracy is measured on kwsvd-sized copies.
+template <class T>
+void run_gesvdj_batched(benchmark::State& state, const Point& point) {
+  ContiguousBatch<T> data(point.shapes);
+  const int batch = int(point.shapes.size()), m = point.shapes[0].rows, n = point.shapes[0].cols;
+  Kokkos::View<T*> work_a("Awork", data.a.extent(0)), full_u("U", std::size_t(batch) * m * m),
+      full_v("V", std::size_t(batch) * n * n);
+  Kokkos::View<int*> info("info", batch);
+  Cusolver cs;
+  int lwork = 0;
+  gesvdj_batched_buffer(cs.handle, m, n, work_a.data(), data.s.data(), full_u.data(), full_v.data(),
+                        &lwork, cs.params, batch);
+  Kokkos::View<T*> work("work", std::size_t(std::max(lwork, 1)));
+  timed_loop(
+      state,
+      [&]() {
+        return gesvdj_batched(cs.handle, m, n, work_a.data(), data.s.data(), full_u.data(),
+                              full_v.data(), work.data(), lwork, info.data(), cs.params,
+                              batch) == CUSOLVER_STATUS_SUCCESS;
+      },
+      [&]() { Kokkos::deep_copy(work_a, data.a); });
+  data.take_leading_columns(full_u, full_v);
+  finish(state, data);
+}
+
+// One gesvdj per matrix (any mix of shapes), one stream.
+template <class T>
+void run_gesvdj_loop(benchmark::State& state, const Point& point) {
+  if (nominal_flops(point.shapes) > 3e12 || max_extent(point.shapes) > 1024) {
+    // (one 2048 x 2048 gesvdj ran over 100 s on the H200)
+    state.SkipWithError("skipped: a per-matrix gesvdj loop this large takes minutes");
+    return;
+  }
+  ContiguousBatch<T> data(point.shapes);
+  Kokkos::View<T*> work_a("Awork", data.a.extent(0));
+  Kokkos::View<int*> info("info", point.shapes.size());
+  Cusolver cs;
+  int lwork = 0;
+  for (std::size_t b = 0; b < point.shapes.size(); ++b) {
+    int l = 0;
+    gesvdj_buffer(cs.handle, point.shapes[b].rows, point.shapes[b].cols, work_a.data(),
+                  data.s_ptr[b], data.u_ptr[b], data.v_ptr[b], &l, cs.params);
+    lwork = std::max(lwork, l);
+  }
+  Kokkos::View<T*> work("work", std::size_t(std::max(lwork, 1)));
+  timed_loop(
+      state,
+      [&]() {
+        for (std::size_t b = 0; b < point.shapes.size(); ++b) {
+          const int m = point.shapes[b].rows, n = point.shapes[b].cols;
+          if (gesvdj(cs.handle, m, n, work_a.data() + data.a_offset[b], data.s_ptr[b],
+                     data.u_ptr[b], data.v_ptr[b], work.data(), lwork, info.data() + b,
+                     cs.params) != CUSOLVER_STATUS_SUCCESS)
+            return false;
+        }
+        return true;
+      },
+      [&]() { Kokkos::deep_copy(work_a, data.a); });
+  finish(state, data);
+}
+
+template <class T>
+void run_gesvda(benchmark::State& state, const Point& point) {
+  if (max_extent(point.shapes) > 1024) {  // one 2048 x 2048 ran over 150 s on the H200
+    state.SkipWithError("skipped: gesvdaStridedBatched this large takes minutes");
+    return;
+  }
+  ContiguousBatch<T> data(point.shapes);
+  const int batch = int(point.shapes.size()), m = point.shapes[0].rows, n = point.shapes[0].cols;
+  Kokkos::View<int*> info("info", batch);
+  std::vector<double> resid(std::size_t(batch), 0.0);
+  Cusolver cs;
+  int lwork = 0;
+  if (gesvda_buffer(cs.handle, m, n, data.a.data(), data.s.data(), data.u.data(), data.v.data(),
+                    &lwork, batch) != CUSOLVER_STATUS_SUCCESS) {
+    state.SkipWithError("gesvdaStridedBatched_bufferSize rejected this shape");
+    return;
+  }
+  Kokkos::View<T*> work("work", std::size_t(std::max(lwork, 1)));
+  timed_loop(state, [&]() {
+    return gesvda(cs.handle, m, n, data.a.data(), data.s.data(), data.u.data(), data.v.data(),
+                  work.data(), lwork, info.data(), resid.data(), batch) == CUSOLVER_STATUS_SUCCESS;
+  });
+  finish(state, data);
+}
+#endif
+
+#if defined(KWSVD_HAVE_LAPACK_BASELINE)
+// LAPACK gesvd per matrix, matrices spread over the host cores. V^T comes
+// back; the accuracy check wants V, so it is transposed after timing.
+template <class T>
+void run_lapack_omp(benchmark::State& state, const Point& point) {
+  ContiguousBatch<T> data(point.shapes);
+  Kokkos::View<T*> work_a("Awork", data.a.extent(0)), vt("VT", data.v.extent(0));
+  const int count = int(point.shapes.size());
+  int kmax = 1;
+  for (const auto& s : point.shapes)
+    kmax = std::max(kmax, std::min(s.rows, s.cols));
+  timed_loop(
+      state,
+      [&]() {
+        int failures = 0;
+#pragma omp parallel for schedule(dynamic) reduction(+ : failures)
+        for (int b = 0; b < count; ++b) {
+          std::vector<T> superb(std::size_t(kmax), T(0));
+          const int m = point.shapes[std::size_t(b)].rows, n = point.shapes[std::size_t(b)].cols;
+          const int k = std::min(m, n);
+          failures +=
+              kwsvd::bench::lapack_gesvd(
+                  m, n, work_a.data() + data.a_offset[std::size_t(b)], std::max(1, m),
+                  data.s_ptr[std::size_t(b)], data.u_ptr[std::size_t(b)], std::max(1, m),
+                  vt.data() + data.v_offset[std::size_t(b)], std::max(1, k), superb.data()) != 0;
+        }
+        return failures == 0;
+      },
+      [&]() { Kokkos::deep_copy(work_a, data.a); });
+  data.transpose_v_from(vt);
+  finish(state, data);
+}
+#endif
+
+template <class T>
+const char* scalar_name() {
+  return sizeof(T) == 8 ? "double" : "float";
+}
+
+template <class T>
+void register_point(const Point& point) {
+  const std::string tail = std::string("/") + scalar_name<T>() + "/" + point.label;
+  auto add = [&](const std::string& impl, void (*fn)(benchmark::State&, const Point&)) {
+    benchmark::RegisterBenchmark((point.experiment + "/" + impl + tail).c_str(), fn, point)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(1);
+  };
+  add("kwsvd", run_kwsvd<T>);
+#ifdef KWSVD_HAVE_CUDA_BASELINES
+  const int extent = max_extent(point.shapes);
+  const bool tall = point.uniform && point.shapes[0].rows >= point.shapes[0].cols;
+  if (point.uniform && extent <= 32)
+    add("cusolver_gesvdjBatched", run_gesvdj_batched<T>);  // the route for these sizes
+  else
+    add("cusolver_gesvdj_loop", run_gesvdj_loop<T>);
+  if (tall && extent > 32)
+    add("cusolver_gesvda", run_gesvda<T>);
+#endif
+#if defined(KWSVD_HAVE_LAPACK_BASELINE)
+  if (!kwsvd::Impl::runs_off_host<Kokkos::DefaultExecutionSpace>())
+    add("lapack_omp", run_lapack_omp<T>);
+#endif
+}
+
+std::string device_name() {
+#ifdef KOKKOS_ENABLE_CUDA
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
+    return prop.name;
+#endif
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("model name", 0) == 0)
+      return line.substr(line.find(':') + 2) + " (host)";
+  return "unknown host";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string suite = "paper";
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--suite=", 8) == 0)
+      suite = argv[i] + 8;
+    else
+      args.push_back(argv[i]);
+  }
+  int count = int(args.size());
+  Kokkos::ScopeGuard kokkos(count, args.data());
+  benchmark::Initialize(&count, args.data());
+  if (benchmark::ReportUnrecognizedArguments(count, args.data()))
+    return 1;
+  const auto points = suite_points(suite);
+  if (points.empty()) {
+    std::fprintf(stderr, "perf_svd_suite: unknown --suite=%s (smoke, paper, seed002, full)\n",
+                 suite.c_str());
+    return 1;
+  }
+  for (const auto& p : points) {
+    register_point<double>(p);
+    register_point<float>(p);
+  }
+  std::ostringstream config;
+  kwsvd::print_configuration(config);
+  benchmark::AddCustomContext("kwsvd", config.str());
+  benchmark::AddCustomContext("suite", suite);
+  benchmark::AddCustomContext("device", device_name());
+  benchmark::AddCustomContext("execution_space", Kokkos::DefaultExecutionSpace::name());
+  benchmark::AddCustomContext("nominal_flops", kwsvd::bench::nominal_flops_formula());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,358 @@
+#pragma once
+// kwsvd::VariableBatchedSvd and the variable-size forms of kwsvd::batched_svd:
+// one call for a batch whose matrices all have different shapes (the
+// W-cycle paper's size-oblivious batch, §III and Table VI). The matrices
+// whose SVD fits one team's level-0 scratch go to the level-0 one-sided
+// Jacobi kernel, in one launch; the others to the W-cycle scheduler, in one
+// set of level launches; empty ones (m or n = 0) are only reported.
+//
+// The caller's matrices are described to the kernels by slots (pointer,
+// extents, strides: impl/matrix_slot.hpp) gathered on the host from a list
+// of Views or from pointer arrays and copied to the device in one transfer
+// per call; the entries themselves are never touched on the host.
+
+#include <algorithm>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kwsvd/api/batched_small_svd.hpp"
+#include "kwsvd/api/batched_svd.hpp"
+#include "kwsvd/api/errors.hpp"
+#include "kwsvd/api/options.hpp"
+#include "kwsvd/impl/matrix_slot.hpp"
+#include "kwsvd/scheduler/wcycle.hpp"
+
+namespace kwsvd {
+namespace Impl {
+
+/// info = {0 sweeps, converged, finite} for the `count` matrices of `slots`
+/// (matrices with no singular values).
+template <class ExecSpace, class Scalar>
+void report_converged(const ExecSpace& exec, const IndexedSlots<Scalar>& slots, int count) {
+  if (count == 0)
+    return;
+  Kokkos::parallel_for(
+      "kwsvd::batched_svd_empty", Kokkos::RangePolicy<ExecSpace>(exec, 0, count),
+      KOKKOS_LAMBDA(const int t) {
+        *slots(t).info = SvdInfo{0, 1, 0};
+      });
+}
+
+}  // namespace Impl
+
+/// A reusable SVD of a variable-size batch: the constructor takes every
+/// matrix's shape, sorts the matrices into the level-0 group and the
+/// block-rotation group, plans both and allocates their workspace; compute()
+/// then allocates nothing (it copies the batch's slots, a few dozen bytes per
+/// matrix, to the device).
+template <class ExecSpace, class Scalar>
+class VariableBatchedSvd {
+  static_assert(std::is_floating_point<Scalar>::value,
+                "kwsvd::VariableBatchedSvd: the scalar type must be float or double");
+
+ public:
+  using memory_space = typename ExecSpace::memory_space;
+
+  /// Plans for matrices of shapes[b].rows x shapes[b].cols. Throws
+  /// kwsvd::invalid_argument on negative or oversized extents or bad options.
+  VariableBatchedSvd(const ExecSpace& exec, const std::vector<MatrixShape>& shapes,
+                     const SvdOptions& options = {})
+      : exec_(exec), shapes_(shapes), options_(options) {
+    constexpr const char* fn = "kwsvd::VariableBatchedSvd";
+    if (shapes.size() > (std::size_t(1) << 30)) {
+      Impl::throw_invalid_argument(
+          fn, "shapes", "must hold at most 2^30 matrices, got " + std::to_string(shapes.size()));
+    }
+    for (std::size_t b = 0; b < shapes.size(); ++b) {
+      const auto& s = shapes[b];
+      if (s.rows < 0 || s.cols < 0 || s.rows > (1 << 24) || s.cols > (1 << 24)) {
+        const std::string arg = "shapes[" + std::to_string(b) + "]";
+        Impl::throw_invalid_argument(fn, arg.c_str(),
+                                     "must have rows and cols in [0, 2^24], got " +
+                                         std::to_string(s.rows) + " x " + std::to_string(s.cols));
+      }
+    }
+    Impl::require_jacobi_options(fn, options.tolerance, options.max_sweeps);
+    Impl::require_lanes_per_pair(fn, options.lanes_per_pair);
+    const bool vectors = options.job == Job::values_and_vectors;
+    std::vector<int> level0, blocks, empty;
+    std::vector<MatrixShape> level0_shapes, block_shapes;
+    for (std::size_t b = 0; b < shapes.size(); ++b) {
+      const auto& s = shapes[b];
+      if (s.rows == 0 || s.cols == 0) {
+        empty.push_back(int(b));
+      } else if (options.level0 && small_svd_fits<Scalar, ExecSpace>(s.rows, s.cols, options.job)) {
+        level0.push_back(int(b));
+        level0_shapes.push_back(s);
+      } else {
+        blocks.push_back(int(b));
+        block_shapes.push_back(s);
+      }
+    }
+    level0_count_ = int(level0.size());
+    block_count_ = int(blocks.size());
+    empty_count_ = int(empty.size());
+    level0_index_ = Impl::copy_to_device<memory_space>(level0, "kwsvd::level0_index");
+    block_index_ = Impl::copy_to_device<memory_space>(blocks, "kwsvd::block_index");
+    empty_index_ = Impl::copy_to_device<memory_space>(empty, "kwsvd::empty_index");
+    level0_plan_ = Impl::plan_slotted_small_svd<ExecSpace, Scalar>(level0_shapes, vectors, options);
+    level0_shapes_ =
+        Impl::copy_to_device<memory_space>(level0_plan_.shapes, "kwsvd::level0_shapes");
+    if (!blocks.empty())
+      solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(block_shapes, options);
+    slots_ = Kokkos::View<Impl::MatrixSlot<Scalar>*, memory_space>("kwsvd::slots", shapes.size());
+    host_slots_ = Kokkos::create_mirror_view(slots_);
+  }
+
+  /// Number of matrices.
+  std::size_t size() const { return shapes_.size(); }
+  /// Matrices solved by the level-0 kernel, by block rotations, and empty ones.
+  int level0_count() const { return level0_count_; }
+  int block_count() const { return block_count_; }
+  int empty_count() const { return empty_count_; }
+  /// Column-block width of the W-cycle's level 1 (0 when no matrix needs it).
+  int block_width() const { return block_count_ > 0 ? solver_.width() : 0; }
+
+  /// A[b] = U[b] diag(S[b]) V[b]^T for every b: A[b] a rank-2 View (m_b,
+  /// n_b), S[b] rank-1 (k_b = min(m_b, n_b)), U[b] (m_b, k_b), V[b] (n_b,
+  /// k_b), info a rank-1 View (batch) of kwsvd::SvdInfo; any layouts, memory
+  /// the execution space can reach. A is left unchanged.
+  template <class AView, class SView, class UView, class VView, class InfoView>
+  void compute(const std::vector<AView>& A, const std::vector<SView>& S,
+               const std::vector<UView>& U, const std::vector<VView>& V, const InfoView& info) {
+    constexpr const char* fn = "kwsvd::VariableBatchedSvd::compute";
+    if (options_.job != Job::values_and_vectors) {
+      Impl::throw_invalid_argument(fn, "options.job",
+                                   "must be Job::values_and_vectors when U and V are passed");
+    }
+    check_views<AView, SView, InfoView>(A, S, info);
+    static_assert(Kokkos::is_view<UView>::value && UView::rank == 2 &&
+                      Kokkos::is_view<VView>::value && VView::rank == 2 &&
+                      std::is_same<typename UView::value_type, Scalar>::value &&
+                      std::is_same<typename VView::value_type, Scalar>::value,
+                  "kwsvd::VariableBatchedSvd: U[b] and V[b] must be rank-2 Views of the handle's "
+                  "(non-const) scalar type");
+    static_assert(
+        Kokkos::SpaceAccessibility<ExecSpace, typename UView::memory_space>::accessible &&
+            Kokkos::SpaceAccessibility<ExecSpace, typename VView::memory_space>::accessible,
+        "kwsvd::VariableBatchedSvd: U[b] and V[b] must be in a memory space the execution "
+        "space can access");
+    require_count(fn, "U", U.size());
+    require_count(fn, "V", V.size());
+    for (std::size_t b = 0; b < shapes_.size(); ++b) {
+      const std::size_t m = std::size_t(shapes_[b].rows), n = std::size_t(shapes_[b].cols);
+      const std::size_t k = std::min(m, n);
+      const std::string u = "U[" + std::to_string(b) + "]", v = "V[" + std::to_string(b) + "]";
+      Impl::require_extents(fn, u.c_str(), {U[b].extent(0), U[b].extent(1)}, {m, k},
+                            "(m_b, min(m_b, n_b)) of shapes[b]");
+      Impl::require_extents(fn, v.c_str(), {V[b].extent(0), V[b].extent(1)}, {n, k},
+                            "(n_b, min(m_b, n_b)) of shapes[b]");
+      host_slots_(b).u = view_matrix<Scalar>(U[b]);
+      host_slots_(b).v = view_matrix<Scalar>(V[b]);
+    }
+    launch(true);
+  }
+
+  /// Singular values only.
+  template <class AView, class SView, class InfoView>
+  void compute(const std::vector<AView>& A, const std::vector<SView>& S, const InfoView& info) {
+    check_views<AView, SView, InfoView>(A, S, info);
+    for (std::size_t b = 0; b < shapes_.size(); ++b)
+      host_slots_(b).u = host_slots_(b).v = Impl::StridedMatrix<Scalar>{};
+    launch(false);
+  }
+
+  /// The pointer-array form (MAGMA's vbatched convention, column-major):
+  /// host arrays of `size()` device pointers and leading dimensions. A[b] is
+  /// m_b x n_b with lda[b] >= max(1, m_b); S[b] holds min(m_b, n_b) values;
+  /// U[b] is m_b x k_b (ldu[b] >= max(1, m_b)) and V[b] n_b x k_b (ldv[b] >=
+  /// max(1, n_b)); U, ldu, V, ldv all null for values only; info points to
+  /// size() SvdInfo in device-reachable memory.
+  void compute(const Scalar* const* A, const int* lda, Scalar* const* S, Scalar* const* U,
+               const int* ldu, Scalar* const* V, const int* ldv, SvdInfo* info) {
+    constexpr const char* fn = "kwsvd::VariableBatchedSvd::compute";
+    const bool vectors = U != nullptr || V != nullptr;
+    const std::size_t batch = shapes_.size();
+    auto require = [&](bool ok, const std::string& arg, const std::string& what) {
+      if (!ok)
+        Impl::throw_invalid_argument(fn, arg.c_str(), what);
+    };
+    require(batch == 0 || (A != nullptr && lda != nullptr && S != nullptr && info != nullptr),
+            "A, lda, S, info", "must not be null for a non-empty batch");
+    require(!vectors || (U != nullptr && ldu != nullptr && V != nullptr && ldv != nullptr),
+            "U, ldu, V, ldv", "must all be given (vectors) or all be null (values only)");
+    require(!vectors || options_.job == Job::values_and_vectors, "options.job",
+            "must be Job::values_and_vectors when U and V are passed");
+    for (std::size_t b = 0; b < batch; ++b) {
+      const int m = shapes_[b].rows, n = shapes_[b].cols, k = std::min(m, n);
+      const std::string at = "[" + std::to_string(b) + "]";
+      require(lda[b] >= std::max(1, m), "lda" + at,
+              "must be at least max(1, m_b) = " + std::to_string(std::max(1, m)) + ", got " +
+                  std::to_string(lda[b]));
+      require(
+          k == 0 || (A[b] != nullptr && S[b] != nullptr), "A" + at + ", S" + at,
+          "must not be null for a " + std::to_string(m) + " x " + std::to_string(n) + " matrix");
+      auto& slot = host_slots_(b);
+      slot.a = {A[b], m, n, 1, lda[b]};
+      slot.s = S[b];
+      slot.s_stride = 1;
+      slot.info = info + b;
+      slot.u = slot.v = Impl::StridedMatrix<Scalar>{};
+      if (!vectors)
+        continue;
+      require(ldu[b] >= std::max(1, m), "ldu" + at,
+              "must be at least max(1, m_b) = " + std::to_string(std::max(1, m)) + ", got " +
+                  std::to_string(ldu[b]));
+      require(ldv[b] >= std::max(1, n), "ldv" + at,
+              "must be at least max(1, n_b) = " + std::to_string(std::max(1, n)) + ", got " +
+                  std::to_string(ldv[b]));
+      require(
+          k == 0 || (U[b] != nullptr && V[b] != nullptr), "U" + at + ", V" + at,
+          "must not be null for a " + std::to_string(m) + " x " + std::to_string(n) + " matrix");
+      slot.u = {U[b], m, k, 1, ldu[b]};
+      slot.v = {V[b], n, k, 1, ldv[b]};
+    }
+    launch(vectors);
+  }
+
+ private:
+  template <class T, class View>
+  static Impl::StridedMatrix<T> view_matrix(const View& X) {
+    return {X.data(), int(X.extent(0)), int(X.extent(1)), std::ptrdiff_t(X.stride(0)),
+            std::ptrdiff_t(X.stride(1))};
+  }
+
+  void require_count(const char* fn, const char* arg, std::size_t count) const {
+    if (count != shapes_.size()) {
+      Impl::throw_invalid_argument(fn, arg,
+                                   "must hold one View per matrix (" +
+                                       std::to_string(shapes_.size()) + "), got " +
+                                       std::to_string(count));
+    }
+  }
+
+  // Checks A, S and info against the planned shapes and fills their slots.
+  template <class AView, class SView, class InfoView>
+  void check_views(const std::vector<AView>& A, const std::vector<SView>& S, const InfoView& info) {
+    static_assert(Kokkos::is_view<AView>::value && AView::rank == 2,
+                  "kwsvd::VariableBatchedSvd: A[b] must be a rank-2 View (m_b, n_b)");
+    static_assert(Kokkos::is_view<SView>::value && SView::rank == 1,
+                  "kwsvd::VariableBatchedSvd: S[b] must be a rank-1 View (min(m_b, n_b))");
+    static_assert(std::is_same<typename AView::non_const_value_type, Scalar>::value &&
+                      std::is_same<typename SView::value_type, Scalar>::value,
+                  "kwsvd::VariableBatchedSvd: A and S must hold the handle's scalar type (S not "
+                  "const)");
+    static_assert(Kokkos::is_view<InfoView>::value && InfoView::rank == 1 &&
+                      std::is_same<typename InfoView::value_type, SvdInfo>::value,
+                  "kwsvd::VariableBatchedSvd: info must be a rank-1 View of kwsvd::SvdInfo");
+    static_assert(
+        Kokkos::SpaceAccessibility<ExecSpace, typename AView::memory_space>::accessible &&
+            Kokkos::SpaceAccessibility<ExecSpace, typename SView::memory_space>::accessible &&
+            Kokkos::SpaceAccessibility<ExecSpace, typename InfoView::memory_space>::accessible,
+        "kwsvd::VariableBatchedSvd: every View must be in a memory space the execution space "
+        "can access");
+    constexpr const char* fn = "kwsvd::VariableBatchedSvd::compute";
+    require_count(fn, "A", A.size());
+    require_count(fn, "S", S.size());
+    Impl::require_extents(fn, "info", {info.extent(0)}, {shapes_.size()},
+                          "(batch) with batch the number of shapes");
+    for (std::size_t b = 0; b < shapes_.size(); ++b) {
+      const std::size_t m = std::size_t(shapes_[b].rows), n = std::size_t(shapes_[b].cols);
+      const std::string a = "A[" + std::to_string(b) + "]", s = "S[" + std::to_string(b) + "]";
+      Impl::require_extents(fn, a.c_str(), {A[b].extent(0), A[b].extent(1)}, {m, n},
+                            "(m_b, n_b) of shapes[b]");
+      Impl::require_extents(fn, s.c_str(), {S[b].extent(0)}, {std::min(m, n)},
+                            "(min(m_b, n_b)) of shapes[b]");
+      auto& slot = host_slots_(b);
+      slot.a = view_matrix<const Scalar>(A[b]);
+      slot.s = S[b].data();
+      slot.s_stride = std::ptrdiff_t(S[b].stride(0));
+      slot.info = info.data() + b;
+    }
+  }
+
+  // One transfer of the slots, then one launch per group.
+  void launch(bool vectors) {
+    if (shapes_.empty())
+      return;
+    Kokkos::deep_copy(exec_, slots_, host_slots_);
+    const Impl::MatrixSlot<Scalar>* slots = slots_.data();
+    Impl::report_converged(exec_, Impl::IndexedSlots<Scalar>{slots, empty_index_.data()},
+                           empty_count_);
+    const Scalar tol = Impl::resolved_tolerance<Scalar>(options_.tolerance);
+    Impl::launch_slotted_small_svd(
+        exec_, level0_count_, level0_plan_,
+        Impl::SlottedSmallSvdFunctor<ExecSpace, Scalar>{{slots, level0_index_.data()},
+                                                        level0_shapes_.data(),
+                                                        vectors,
+                                                        tol,
+                                                        options_.max_sweeps});
+    if (block_count_ > 0)
+      solver_.run(exec_, Impl::IndexedSlots<Scalar>{slots, block_index_.data()}, vectors);
+    // The host slots may be refilled by the next call only once the copy is done.
+    exec_.fence();
+  }
+
+  ExecSpace exec_;
+  std::vector<MatrixShape> shapes_;
+  SvdOptions options_;
+  int level0_count_ = 0, block_count_ = 0, empty_count_ = 0;
+  Kokkos::View<int*, memory_space> level0_index_, block_index_, empty_index_;
+  Impl::SlottedSmallSvdPlan level0_plan_;
+  Kokkos::View<Impl::OneSidedJacobiShape*, memory_space> level0_shapes_;
+  Kokkos::View<Impl::MatrixSlot<Scalar>*, memory_space> slots_;
+  typename Kokkos::View<Impl::MatrixSlot<Scalar>*, memory_space>::HostMirror host_slots_;
+  Impl::WcycleLevelSolver<ExecSpace, Scalar> solver_;
+};
+
+/// The SVD of every matrix of a variable-size batch given as lists of Views
+/// (see VariableBatchedSvd; this plans and allocates per call).
+template <class ExecSpace, class AView, class SView, class UView, class VView, class InfoView>
+void batched_svd(const ExecSpace& exec, const std::vector<AView>& A, const std::vector<SView>& S,
+                 const std::vector<UView>& U, const std::vector<VView>& V, const InfoView& info,
+                 const SvdOptions& options = {}) {
+  using Scalar = typename SView::non_const_value_type;
+  std::vector<MatrixShape> shapes;
+  for (const auto& a : A)
+    shapes.push_back({int(a.extent(0)), int(a.extent(1))});
+  VariableBatchedSvd<ExecSpace, Scalar> svd(exec, shapes, options);
+  svd.compute(A, S, U, V, info);
+}
+
+/// Singular values only, variable-size batch.
+template <class ExecSpace, class AView, class SView, class InfoView>
+void batched_svd(const ExecSpace& exec, const std::vector<AView>& A, const std::vector<SView>& S,
+                 const InfoView& info, SvdOptions options = {}) {
+  using Scalar = typename SView::non_const_value_type;
+  options.job = Job::values;
+  std::vector<MatrixShape> shapes;
+  for (const auto& a : A)
+    shapes.push_back({int(a.extent(0)), int(a.extent(1))});
+  VariableBatchedSvd<ExecSpace, Scalar> svd(exec, shapes, options);
+  svd.compute(A, S, info);
+}
+
+/// The pointer-array form of a variable-size batch: m[b], n[b] and the host
+/// arrays of VariableBatchedSvd::compute (U, ldu, V, ldv null: values only).
+template <class ExecSpace, class Scalar>
+void batched_svd(const ExecSpace& exec, int batch, const int* m, const int* n,
+                 const Scalar* const* A, const int* lda, Scalar* const* S, Scalar* const* U,
+                 const int* ldu, Scalar* const* V, const int* ldv, SvdInfo* info,
+                 SvdOptions options = {}) {
+  if (batch < 0) {
+    Impl::throw_invalid_argument("kwsvd::batched_svd", "batch",
+                                 "must be non-negative, got " + std::to_string(batch));
+  }
+  if (batch > 0 && (m == nullptr || n == nullptr))
+    Impl::throw_invalid_argument("kwsvd::batched_svd", "m, n", "must not be null");
+  std::vector<MatrixShape> shapes;
+  for (int b = 0; b < batch; ++b)
+    shapes.push_back({m[b], n[b]});
+  if (U == nullptr && V == nullptr)
+    options.job = Job::values;
+  VariableBatchedSvd<ExecSpace, Scalar> svd(exec, shapes, options);
+  svd.compute(A, lda, S, U, ldu, V, ldv, info);
+}
+
+}  // namespace kwsvd

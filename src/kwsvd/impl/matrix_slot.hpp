@@ -1,0 +1,72 @@
+#pragma once
+// Where one matrix of a batch lives and where its results go, as pointers and
+// strides: the common currency of the uniform form (matrix b found from
+// matrix 0 and batch strides) and the variable-size form (one slot per
+// matrix, gathered on the host from the caller's Views or pointer arrays).
+// Kernels read slots through an accessor, so one kernel body serves both.
+
+#include <cstddef>
+
+#include "kwsvd/api/options.hpp"
+#include "kwsvd/impl/strided_matrix.hpp"
+
+namespace kwsvd::Impl {
+
+/// Input, outputs and info of one matrix.
+template <class Scalar>
+struct MatrixSlot {
+  StridedMatrix<const Scalar> a;  ///< m x n input (left unchanged)
+  Scalar* s = nullptr;            ///< min(m, n) singular values
+  std::ptrdiff_t s_stride = 1;
+  StridedMatrix<Scalar> u, v;  ///< m x k and n x k (data null: values only)
+  SvdInfo* info = nullptr;
+};
+
+/// Slots of a uniform batch: matrix b at a fixed batch stride from matrix 0.
+template <class Scalar>
+struct UniformSlots {
+  MatrixSlot<Scalar> first;
+  std::ptrdiff_t a_batch = 0, s_batch = 0, u_batch = 0, v_batch = 0;
+  KOKKOS_INLINE_FUNCTION MatrixSlot<Scalar> operator()(int b) const {
+    MatrixSlot<Scalar> slot = first;
+    slot.a.data += b * a_batch;
+    slot.s += b * s_batch;
+    if (slot.u.data != nullptr) {
+      slot.u.data += b * u_batch;
+      slot.v.data += b * v_batch;
+    }
+    slot.info += b;
+    return slot;
+  }
+};
+
+/// Slots of a variable-size batch: a device array, read through a device
+/// index list (a group's matrices among the batch's).
+template <class Scalar>
+struct IndexedSlots {
+  const MatrixSlot<Scalar>* slots = nullptr;
+  const int* index = nullptr;
+  KOKKOS_INLINE_FUNCTION MatrixSlot<Scalar> operator()(int b) const { return slots[index[b]]; }
+};
+
+/// The uniform slots of rank-3 Views A, U, V, rank-2 S and rank-1 info.
+template <class Scalar, class AView, class SView, class UView, class VView, class InfoView>
+UniformSlots<Scalar> uniform_slots(const AView& A, const SView& S, const UView& U, const VView& V,
+                                   const InfoView& info, bool vectors) {
+  UniformSlots<Scalar> s;
+  s.first.a = matrix_of<const Scalar>(A, 0);
+  s.first.s = S.data();
+  s.first.s_stride = std::ptrdiff_t(S.stride(1));
+  s.first.info = info.data();
+  s.a_batch = std::ptrdiff_t(A.stride(0));
+  s.s_batch = std::ptrdiff_t(S.stride(0));
+  if (vectors) {
+    s.first.u = matrix_of<Scalar>(U, 0);
+    s.first.v = matrix_of<Scalar>(V, 0);
+    s.u_batch = std::ptrdiff_t(U.stride(0));
+    s.v_batch = std::ptrdiff_t(V.stride(0));
+  }
+  return s;
+}
+
+}  // namespace kwsvd::Impl

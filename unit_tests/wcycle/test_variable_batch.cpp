@@ -1,0 +1,296 @@
+// Variable-size batches (kwsvd::VariableBatchedSvd, the list-of-Views and
+// pointer-array forms of kwsvd::batched_svd): one call mixing empty, tiny,
+// level-0, wide, tall-skinny and block-rotation shapes, each matrix checked
+// against LAPACKE with seed 002's metrics e1..e4 (< 30 u).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common/oracle.hpp"
+#include "common/svd_batch.hpp"
+#include "kwsvd/kwsvd.hpp"
+
+namespace {
+
+using kwsvd::MatrixShape;
+using kwsvd::test::matrix_with_spectrum;
+using kwsvd::test::random_matrix;
+using kwsvd::test::spectrum;
+using Exec = Kokkos::DefaultExecutionSpace;
+
+template <class C>
+class VariableBatch : public ::testing::Test {
+ public:
+  using Scalar = typename C::Scalar;
+  using Layout = typename C::Layout;
+  using Matrix = Kokkos::View<Scalar**, Layout>;
+  using Values = Kokkos::View<Scalar*>;
+
+  // Shapes from 1 x 1 to block-rotation sizes, tall and wide, two empty.
+  static std::vector<MatrixShape> shapes() {
+    return {{1, 1},   {2, 2},    {7, 3}, {3, 9},   {24, 20}, {0, 5},    {96, 40},
+            {40, 96}, {150, 17}, {6, 0}, {200, 1}, {1, 37},  {130, 70}, {33, 33}};
+  }
+
+  static std::vector<std::vector<Scalar>> matrices(const std::vector<MatrixShape>& shapes) {
+    std::vector<std::vector<Scalar>> mats;
+    for (std::size_t b = 0; b < shapes.size(); ++b) {
+      const int m = shapes[b].rows, n = shapes[b].cols, k = std::min(m, n);
+      // Some with seed 002 spectra, kappa as in the uniform tests (the block
+      // path's Gram EVD keeps U orthogonal up to about u^-0.7).
+      const double kappa = sizeof(Scalar) == 8 ? 1e10 : 1e5;
+      if (b % 3 == 1 && k > 1)
+        mats.push_back(matrix_with_spectrum<Scalar>(
+            m, n, spectrum(b % 2 ? "geo" : "arith", k, kappa, 40 + b), 70 + b));
+      else
+        mats.push_back(random_matrix<Scalar>(m, n, 90 + 7 * b));
+    }
+    return mats;
+  }
+
+  static Matrix device_matrix(const std::vector<Scalar>& a, int m, int n, const char* label) {
+    Matrix A(std::string(label), m, n);
+    auto h = Kokkos::create_mirror_view(A);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i)
+        h(i, j) = a[i + std::size_t(m) * j];
+    Kokkos::deep_copy(A, h);
+    return A;
+  }
+
+  // Views form through one handle; results pre-filled with NaN.
+  static kwsvd::test::BatchResult<Scalar> run(
+      const std::vector<MatrixShape>& shapes, const std::vector<std::vector<Scalar>>& mats,
+      const kwsvd::SvdOptions& options, kwsvd::VariableBatchedSvd<Exec, Scalar>* handle = nullptr) {
+    std::vector<Matrix> A, U, V;
+    std::vector<Values> S;
+    const Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
+    for (std::size_t b = 0; b < shapes.size(); ++b) {
+      const int m = shapes[b].rows, n = shapes[b].cols, k = std::min(m, n);
+      A.push_back(device_matrix(mats[b], m, n, "A"));
+      U.emplace_back("U", m, k);
+      V.emplace_back("V", n, k);
+      S.emplace_back("S", k);
+      kwsvd::test::fill(U.back(), nan);
+      kwsvd::test::fill(V.back(), nan);
+      kwsvd::test::fill(S.back(), nan);
+    }
+    Kokkos::View<kwsvd::SvdInfo*> info("info", shapes.size());
+    if (handle != nullptr)
+      handle->compute(A, S, U, V, info);
+    else
+      kwsvd::batched_svd(Exec(), A, S, U, V, info, options);
+    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+    kwsvd::test::BatchResult<Scalar> r;
+    for (std::size_t b = 0; b < shapes.size(); ++b) {
+      const int m = shapes[b].rows, n = shapes[b].cols, k = std::min(m, n);
+      auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S[b]);
+      auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U[b]);
+      auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), V[b]);
+      std::vector<Scalar> s(std::size_t(k), Scalar(0)), u(std::size_t(m) * k, Scalar(0)),
+          v(std::size_t(n) * k, Scalar(0));
+      for (int l = 0; l < k; ++l) {
+        s[l] = hs(l);
+        for (int i = 0; i < m; ++i)
+          u[i + std::size_t(m) * l] = hu(i, l);
+        for (int j = 0; j < n; ++j)
+          v[j + std::size_t(n) * l] = hv(j, l);
+      }
+      r.s.push_back(s);
+      r.u.push_back(u);
+      r.v.push_back(v);
+      r.info.push_back(hi(b));
+    }
+    return r;
+  }
+
+  static void expect_accurate(const std::vector<MatrixShape>& shapes,
+                              const std::vector<std::vector<Scalar>>& mats,
+                              const kwsvd::test::BatchResult<Scalar>& r, const std::string& what) {
+    for (std::size_t b = 0; b < shapes.size(); ++b) {
+      const int m = shapes[b].rows, n = shapes[b].cols;
+      if (std::min(m, n) == 0) {
+        EXPECT_EQ(r.info[b].converged, 1) << what << " empty matrix " << b;
+        continue;
+      }
+      kwsvd::test::expect_accurate<Scalar>({mats[b]}, m, n,
+                                           {{r.s[b]}, {r.u[b]}, {r.v[b]}, {r.info[b]}},
+                                           what + " [" + std::to_string(b) + "]");
+    }
+  }
+};
+
+using Cases = kwsvd::test::ScalarLayoutCases;
+TYPED_TEST_SUITE(VariableBatch, Cases);
+
+TYPED_TEST(VariableBatch, MixedShapesInOneCallMeetSeed002Thresholds) {
+  using T = typename TestFixture::Scalar;
+  const auto shapes = TestFixture::shapes();
+  const auto mats = TestFixture::matrices(shapes);
+  kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), shapes);
+  EXPECT_GT(svd.level0_count(), 0);
+  EXPECT_GT(svd.block_count(), 0);
+  EXPECT_EQ(svd.empty_count(), 2);
+  EXPECT_EQ(svd.level0_count() + svd.block_count() + svd.empty_count(), int(shapes.size()));
+  TestFixture::expect_accurate(shapes, mats, TestFixture::run(shapes, mats, {}, &svd), "mixed");
+}
+
+TYPED_TEST(VariableBatch, EveryShapeThroughBlockRotations) {
+  // Matrices narrower than two level blocks (1 to 20 columns) rotate blocks
+  // of half their columns inside the level's 2w Gram.
+  const auto shapes = TestFixture::shapes();
+  const auto mats = TestFixture::matrices(shapes);
+  kwsvd::SvdOptions options;
+  options.level0 = false;
+  TestFixture::expect_accurate(shapes, mats, TestFixture::run(shapes, mats, options), "blocks");
+}
+
+TYPED_TEST(VariableBatch, UniformBatchAgreesWithTheUniformForm) {
+  using T = typename TestFixture::Scalar;
+  using L = typename TestFixture::Layout;
+  const int batch = 3, m = 64, n = 48;
+  std::vector<std::vector<T>> mats;
+  for (int b = 0; b < batch; ++b)
+    mats.push_back(random_matrix<T>(m, n, 300 + b));
+  kwsvd::SvdOptions options;
+  options.level0 = false;
+  const auto uniform = kwsvd::test::run_svd_batch<T, L>(
+      mats, m, n,
+      [&](const auto& A, const auto& S, const auto& U, const auto& V, const auto& info) {
+        kwsvd::batched_svd(Exec(), A, S, U, V, info, options);
+      });
+  const std::vector<MatrixShape> shapes(batch, MatrixShape{m, n});
+  const auto variable = TestFixture::run(shapes, mats, options);
+  for (int b = 0; b < batch; ++b)
+    for (int l = 0; l < n; ++l)
+      EXPECT_EQ(uniform.s[b][l], variable.s[b][l]) << b << " " << l;
+}
+
+TYPED_TEST(VariableBatch, PointerArraysMatchTheViewsForm) {
+  using T = typename TestFixture::Scalar;
+  const auto shapes = TestFixture::shapes();
+  const auto mats = TestFixture::matrices(shapes);
+  const auto ref = TestFixture::run(shapes, mats, {});
+  const int batch = int(shapes.size());
+  std::vector<int> m(batch), n(batch), lda(batch), ldu(batch), ldv(batch);
+  std::vector<Kokkos::View<T*>> A, S, U, V;
+  for (int b = 0; b < batch; ++b) {
+    m[b] = shapes[b].rows;
+    n[b] = shapes[b].cols;
+    const int k = std::min(m[b], n[b]);
+    lda[b] = m[b] + 2;
+    ldu[b] = m[b] + 1;
+    ldv[b] = std::max(1, n[b]);
+    A.emplace_back("A", std::size_t(lda[b]) * n[b]);
+    S.emplace_back("S", k);
+    U.emplace_back("U", std::size_t(ldu[b]) * k);
+    V.emplace_back("V", std::size_t(ldv[b]) * k);
+    auto h = Kokkos::create_mirror_view(A.back());
+    for (int j = 0; j < n[b]; ++j)
+      for (int i = 0; i < m[b]; ++i)
+        h(i + std::size_t(lda[b]) * j) = mats[b][i + std::size_t(m[b]) * j];
+    Kokkos::deep_copy(A.back(), h);
+  }
+  std::vector<const T*> a_ptr;
+  std::vector<T*> s_ptr, u_ptr, v_ptr;
+  for (int b = 0; b < batch; ++b) {
+    a_ptr.push_back(A[b].data());
+    s_ptr.push_back(S[b].data());
+    u_ptr.push_back(U[b].data());
+    v_ptr.push_back(V[b].data());
+  }
+  Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+  kwsvd::batched_svd(Exec(), batch, m.data(), n.data(), a_ptr.data(), lda.data(), s_ptr.data(),
+                     u_ptr.data(), ldu.data(), v_ptr.data(), ldv.data(), info.data());
+  for (int b = 0; b < batch; ++b) {
+    auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S[b]);
+    auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U[b]);
+    const int k = std::min(m[b], n[b]);
+    for (int l = 0; l < k; ++l) {
+      EXPECT_EQ(hs(l), ref.s[b][l]) << b << " " << l;
+      EXPECT_EQ(hu(std::size_t(ldu[b]) * l), ref.u[b][std::size_t(m[b]) * l]) << b << " " << l;
+    }
+  }
+  // Values only: U, ldu, V, ldv null.
+  kwsvd::batched_svd(Exec(), batch, m.data(), n.data(), a_ptr.data(), lda.data(), s_ptr.data(),
+                     static_cast<T* const*>(nullptr), nullptr, static_cast<T* const*>(nullptr),
+                     nullptr, info.data());
+  for (int b = 0; b < batch; ++b) {
+    auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S[b]);
+    for (int l = 0; l < std::min(m[b], n[b]); ++l)
+      EXPECT_NEAR(double(hs(l)), double(ref.s[b][l]),
+                  100 * std::numeric_limits<T>::epsilon() * double(ref.s[b][0]));
+  }
+}
+
+TYPED_TEST(VariableBatch, NonFiniteMatrixLeavesOthersExact) {
+  using T = typename TestFixture::Scalar;
+  const auto shapes = TestFixture::shapes();
+  auto mats = TestFixture::matrices(shapes);
+  mats[6][11] = std::numeric_limits<T>::infinity();  // a block-rotation matrix
+  mats[4][3] = std::numeric_limits<T>::quiet_NaN();  // a level-0 matrix
+  const auto r = TestFixture::run(shapes, mats, {});
+  for (std::size_t b : {std::size_t(4), std::size_t(6)}) {
+    EXPECT_EQ(r.info[b].nonfinite_input, 1) << b;
+    EXPECT_EQ(r.info[b].converged, 0) << b;
+    EXPECT_TRUE(std::isnan(double(r.s[b][0]))) << b;
+  }
+  std::vector<MatrixShape> rest_shapes;
+  std::vector<std::vector<T>> rest;
+  kwsvd::test::BatchResult<T> rest_r;
+  for (std::size_t b = 0; b < shapes.size(); ++b) {
+    if (b == 4 || b == 6)
+      continue;
+    rest_shapes.push_back(shapes[b]);
+    rest.push_back(mats[b]);
+    rest_r.s.push_back(r.s[b]);
+    rest_r.u.push_back(r.u[b]);
+    rest_r.v.push_back(r.v[b]);
+    rest_r.info.push_back(r.info[b]);
+  }
+  TestFixture::expect_accurate(rest_shapes, rest, rest_r, "others");
+}
+
+TYPED_TEST(VariableBatch, ErrorsNameTheArgumentAndTheExpectedShape) {
+  using T = typename TestFixture::Scalar;
+  using M = typename TestFixture::Matrix;
+  using Vals = typename TestFixture::Values;
+  auto error_of = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const kwsvd::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::vector<MatrixShape> shapes = {{5, 4}, {60, 50}};
+  kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), shapes);
+  std::vector<M> A = {M("A0", 5, 4), M("A1", 60, 49)};
+  std::vector<Vals> S = {Vals("S0", 4), Vals("S1", 50)};
+  Kokkos::View<kwsvd::SvdInfo*> info("info", 2);
+  std::string w = error_of([&] { svd.compute(A, S, info); });
+  EXPECT_NE(w.find("'A[1]'"), std::string::npos) << w;
+  EXPECT_NE(w.find("(60, 50)"), std::string::npos) << w;
+  A.pop_back();
+  w = error_of([&] { svd.compute(A, S, info); });
+  EXPECT_NE(w.find("one View per matrix (2)"), std::string::npos) << w;
+  w = error_of([&] { kwsvd::VariableBatchedSvd<Exec, T>(Exec(), {{3, -1}}); });
+  EXPECT_NE(w.find("'shapes[0]'"), std::string::npos) << w;
+  const int m[] = {5}, n[] = {4}, lda[] = {4};
+  Kokkos::View<T*> a("a", 20), s("s", 4);
+  const T* a_ptr[] = {a.data()};
+  T* s_ptr[] = {s.data()};
+  w = error_of([&] {
+    kwsvd::batched_svd(Exec(), 1, m, n, a_ptr, lda, s_ptr, static_cast<T* const*>(nullptr), nullptr,
+                       static_cast<T* const*>(nullptr), nullptr, info.data());
+  });
+  EXPECT_NE(w.find("'lda[0]'"), std::string::npos) << w;
+  EXPECT_NE(w.find("at least max(1, m_b) = 5"), std::string::npos) << w;
+}
+
+}  // namespace
