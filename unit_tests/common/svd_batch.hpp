@@ -80,4 +80,15 @@ void expect_accurate(const std::vector<std::vector<T>>& mats, int m, int n, cons
   }
 }
 
+/// The message of the kwsvd::invalid_argument that f() throws, "" if none.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const kwsvd::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace kwsvd::test

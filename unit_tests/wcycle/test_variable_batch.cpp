@@ -17,6 +17,8 @@
 
 namespace {
 
+using kwsvd::test::error_of;
+
 using kwsvd::MatrixShape;
 using kwsvd::test::matrix_with_spectrum;
 using kwsvd::test::random_matrix;
@@ -260,14 +262,6 @@ TYPED_TEST(VariableBatch, ErrorsNameTheArgumentAndTheExpectedShape) {
   using T = typename TestFixture::Scalar;
   using M = typename TestFixture::Matrix;
   using Vals = typename TestFixture::Values;
-  auto error_of = [](auto&& f) -> std::string {
-    try {
-      f();
-    } catch (const kwsvd::invalid_argument& e) {
-      return e.what();
-    }
-    return "";
-  };
   const std::vector<MatrixShape> shapes = {{5, 4}, {60, 50}};
   kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), shapes);
   std::vector<M> A = {M("A0", 5, 4), M("A1", 60, 49)};

@@ -17,6 +17,8 @@
 
 namespace {
 
+using kwsvd::test::error_of;
+
 using kwsvd::test::matrix_with_spectrum;
 using kwsvd::test::random_matrix;
 using kwsvd::test::svd_errors;
@@ -186,14 +188,6 @@ TYPED_TEST(Wcycle, ReusedHandleGivesTheSameResultAndChecksShapes) {
   for (int b = 0; b < batch; ++b)
     for (int l = 0; l < n; ++l)
       EXPECT_EQ(h1(b, l), h2(b, l));
-  auto error_of = [](auto&& f) -> std::string {
-    try {
-      f();
-    } catch (const kwsvd::invalid_argument& e) {
-      return e.what();
-    }
-    return "";
-  };
   Kokkos::View<T**, L> Sbad("S", batch, n + 1);
   std::string w = error_of([&] { svd.compute(A, Sbad, info); });
   EXPECT_NE(w.find("'S'"), std::string::npos) << w;
@@ -233,14 +227,6 @@ TYPED_TEST(Wcycle, RawPointerFormMatchesTheViewForm) {
       EXPECT_EQ(hs(b * ss + l), ref.s[std::size_t(b)][std::size_t(l)]) << b << " " << l;
       EXPECT_EQ(hu(b * su + 4 + (long long)ldu * l), ref.u[std::size_t(b)][4 + std::size_t(m) * l]);
     }
-  auto error_of = [](auto&& f) -> std::string {
-    try {
-      f();
-    } catch (const kwsvd::invalid_argument& e) {
-      return e.what();
-    }
-    return "";
-  };
   std::string w = error_of([&] {
     kwsvd::batched_svd(Exec(), batch, m, n, A.data(), m - 1, sa, S.data(), ss, U.data(), ldu, su,
                        V.data(), ldv, sv, info.data());
