@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
@@ -80,7 +81,8 @@ void expect_accurate(const std::vector<std::vector<T>>& mats, int m, int n, cons
   }
 }
 
-/// The message of the kwsvd::invalid_argument that f() throws, "" if none.
+/// The message of the kwsvd::invalid_argument that f() throws, or a note
+/// that none was thrown (which no expected message contains).
 template <class F>
 std::string error_of(F&& f) {
   try {
@@ -88,7 +90,23 @@ std::string error_of(F&& f) {
   } catch (const kwsvd::invalid_argument& e) {
     return e.what();
   }
-  return "";
+  return "no kwsvd::invalid_argument thrown";
+}
+
+/// `count` matrices of one of seed 002's six test spectra ("random" for
+/// entries uniform in [-1, 1]), kappa the condition number, seeded per
+/// matrix and shape.
+template <class T>
+std::vector<std::vector<T>> spectrum_batch(const std::string& name, int m, int n, double kappa,
+                                           int count) {
+  std::vector<std::vector<T>> mats;
+  for (int b = 0; b < count; ++b) {
+    const std::uint64_t seed = 100u * b + 7u * m + n;
+    mats.push_back(name == "random" ? random_matrix<T>(m, n, seed)
+                                    : matrix_with_spectrum<T>(
+                                          m, n, spectrum(name, std::min(m, n), kappa, seed), seed));
+  }
+  return mats;
 }
 
 }  // namespace kwsvd::test

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/oracle.hpp"
+#include "common/svd_batch.hpp"
 #include "kwsvd/kwsvd.hpp"
 
 namespace {
@@ -293,14 +294,7 @@ TYPED_TEST(GramEvd, BadScalesAreHandledExactly) {
 TYPED_TEST(GramEvd, ArgumentErrorsNameTheArgument) {
   using T = typename TestFixture::TestScalar;
   using L = typename TestFixture::TestLayout;
-  auto error_of = [](auto&& f) {
-    try {
-      f();
-    } catch (const kwsvd::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string("no exception");
-  };
+  using kwsvd::test::error_of;
   Kokkos::View<T***, L> B("B", 2, 4, 4), J("J", 2, 4, 4), Jbad("J", 2, 4, 3), Bwide("B", 2, 4, 5);
   Kokkos::View<T**, L> lambda("lambda", 2, 4), lambda_bad("lambda", 3, 4);
   Kokkos::View<kwsvd::EvdInfo*> info("info", 2);

@@ -16,6 +16,7 @@
 
 namespace {
 
+using kwsvd::test::error_of;
 using kwsvd::test::matrix_with_spectrum;
 using kwsvd::test::random_matrix;
 using kwsvd::test::svd_errors;
@@ -95,16 +96,7 @@ TYPED_TEST(SmallSvd, SixSpectraMeetSeed002Thresholds) {
   const double kappa = sizeof(T) == 8 ? 1e10 : 1e5;
   for (auto [m, n] : {std::pair{32, 32}, std::pair{16, 16}, std::pair{32, 20}, std::pair{13, 24}}) {
     for (const std::string name : {"random", "arith", "cluster0", "cluster1", "logrand", "geo"}) {
-      std::vector<std::vector<T>> mats;
-      for (int b = 0; b < 3; ++b) {
-        const std::uint64_t seed = 100u * b + 7u * m + n;
-        if (name == "random") {
-          mats.push_back(random_matrix<T>(m, n, seed));
-        } else {
-          mats.push_back(matrix_with_spectrum<T>(
-              m, n, kwsvd::test::spectrum(name, std::min(m, n), kappa, seed), seed));
-        }
-      }
+      const auto mats = kwsvd::test::spectrum_batch<T>(name, m, n, kappa, 3);
       this->expect_accurate(mats, m, n, this->run(mats, m, n), name);
     }
   }
@@ -272,16 +264,6 @@ TYPED_TEST(SmallSvd, EmptyBatchAndEmptyMatrices) {
     const auto v = TestFixture::views(batch, m, n);
     EXPECT_NO_THROW(kwsvd::batched_small_svd(Exec(), v.A, v.S, v.U, v.V, v.info));
   }
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const kwsvd::invalid_argument& e) {
-    return e.what();
-  }
-  return "no kwsvd::invalid_argument thrown";
 }
 
 TYPED_TEST(SmallSvd, RejectsBadArgumentsNamingThem) {

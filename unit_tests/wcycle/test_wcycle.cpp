@@ -19,7 +19,6 @@ namespace {
 
 using kwsvd::test::error_of;
 
-using kwsvd::test::matrix_with_spectrum;
 using kwsvd::test::random_matrix;
 using kwsvd::test::svd_errors;
 using Exec = Kokkos::DefaultExecutionSpace;
@@ -82,16 +81,7 @@ TYPED_TEST(Wcycle, SixSpectraMeetSeed002Thresholds) {
   const double kappa = sizeof(T) == 8 ? 1e10 : 1e5;
   for (auto [m, n] : {std::pair{96, 96}, std::pair{160, 72}}) {
     for (const std::string name : {"random", "arith", "cluster0", "cluster1", "logrand", "geo"}) {
-      std::vector<std::vector<T>> mats;
-      for (int b = 0; b < 2; ++b) {
-        const std::uint64_t seed = 100u * b + 7u * m + n;
-        if (name == "random") {
-          mats.push_back(random_matrix<T>(m, n, seed));
-        } else {
-          mats.push_back(matrix_with_spectrum<T>(
-              m, n, kwsvd::test::spectrum(name, std::min(m, n), kappa, seed), seed));
-        }
-      }
+      const auto mats = kwsvd::test::spectrum_batch<T>(name, m, n, kappa, 2);
       this->expect_accurate(mats, m, n, this->run(mats, m, n), name);
     }
   }
