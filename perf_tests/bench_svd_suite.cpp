@@ -12,7 +12,12 @@
 //   lapack_omp              host builds, LAPACK gesvd per matrix on all host
 //                           cores (OpenMP)
 //
-//   perf_svd_suite --suite=<smoke|paper|seed002|full> [benchmark flags]
+//   perf_svd_suite --suite=<smoke|paper|seed002|full> [--pair-svd=0|1]
+//                  [--level-widths=w1,w2,...] [benchmark flags]
+//
+// --pair-svd and --level-widths set kwsvd's SvdOptions (default: pair SVD off,
+// level widths from the tuning engine), to compare W-cycle plans; kwsvd
+// entries record the plan's levels and pairs per sweep by group.
 //
 // Benchmark names: <experiment>/<implementation>/<scalar>/m:M/n:N/batch:B, or
 // .../group:L/batch:B for a mixed-size group whose shapes are drawn
@@ -25,6 +30,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -178,6 +184,15 @@ void finish(benchmark::State& state, const ContiguousBatch<T>& data) {
   state.counters["max_extent"] = max_extent(data.shapes);
 }
 
+// SvdOptions of every kwsvd entry (--pair-svd=, --level-widths=).
+kwsvd::SvdOptions suite_options;
+
+void record_plan(benchmark::State& state, const kwsvd::WcyclePlanSummary& summary) {
+  state.counters["levels"] = summary.levels;
+  state.counters["pair_svds_per_sweep"] = double(summary.pair_svds);
+  state.counters["gram_evds_per_sweep"] = double(summary.gram_evds);
+}
+
 template <class T>
 void run_kwsvd(benchmark::State& state, const Point& point) {
   ContiguousBatch<T> data(point.shapes);
@@ -185,7 +200,7 @@ void run_kwsvd(benchmark::State& state, const Point& point) {
   using Exec = Kokkos::DefaultExecutionSpace;
   if (point.uniform) {
     const int batch = int(point.shapes.size()), m = point.shapes[0].rows, n = point.shapes[0].cols;
-    kwsvd::BatchedSvd<Exec, T> svd(Exec(), batch, m, n);  // planned once, reused
+    kwsvd::BatchedSvd<Exec, T> svd(Exec(), batch, m, n, suite_options);  // planned once, reused
     auto A = data.uniform_a(), U = data.uniform_u(), V = data.uniform_v();
     auto S = data.uniform_s();
     timed_loop(state, [&]() {
@@ -193,8 +208,9 @@ void run_kwsvd(benchmark::State& state, const Point& point) {
       return true;
     });
     state.counters["w"] = svd.block_width();
+    record_plan(state, svd.plan_summary());
   } else {
-    kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), point.shapes);
+    kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), point.shapes, suite_options);
     timed_loop(state, [&]() {
       svd.compute(data.a_ptr.data(), data.lda.data(), data.s_ptr.data(), data.u_ptr.data(),
                   data.lda.data(), data.v_ptr.data(), data.ldv.data(), info.data());
@@ -202,6 +218,7 @@ void run_kwsvd(benchmark::State& state, const Point& point) {
     });
     state.counters["w"] = svd.block_width();
     state.counters["level0_matrices"] = svd.level0_count();
+    record_plan(state, svd.plan_summary());
   }
   kwsvd::bench::record_convergence(state, info);
   finish(state, data);
@@ -396,11 +413,20 @@ std::string device_name() {
 int main(int argc, char** argv) {
   std::string suite = "paper";
   std::vector<char*> args;
+  std::string widths;
   for (int i = 0; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--suite=", 8) == 0)
+    if (std::strncmp(argv[i], "--suite=", 8) == 0) {
       suite = argv[i] + 8;
-    else
+    } else if (std::strncmp(argv[i], "--pair-svd=", 11) == 0) {
+      suite_options.pair_svd = std::atoi(argv[i] + 11) != 0;
+    } else if (std::strncmp(argv[i], "--level-widths=", 15) == 0) {
+      widths = argv[i] + 15;  // comma-separated, e.g. 32,16
+      std::istringstream in(widths);
+      for (std::string w; std::getline(in, w, ',');)
+        suite_options.level_widths.push_back(std::atoi(w.c_str()));
+    } else {
       args.push_back(argv[i]);
+    }
   }
   int count = int(args.size());
   Kokkos::ScopeGuard kokkos(count, args.data());
@@ -421,6 +447,9 @@ int main(int argc, char** argv) {
   kwsvd::print_configuration(config);
   benchmark::AddCustomContext("kwsvd", config.str());
   benchmark::AddCustomContext("suite", suite);
+  benchmark::AddCustomContext("kwsvd_options",
+                              std::string("pair_svd=") + (suite_options.pair_svd ? "1" : "0") +
+                                  " level_widths=" + (widths.empty() ? "auto" : widths));
   benchmark::AddCustomContext("device", device_name());
   benchmark::AddCustomContext("execution_space", Kokkos::DefaultExecutionSpace::name());
   benchmark::AddCustomContext("nominal_flops", kwsvd::bench::nominal_flops_formula());

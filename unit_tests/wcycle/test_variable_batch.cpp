@@ -152,6 +152,30 @@ TYPED_TEST(VariableBatch, EveryShapeThroughBlockRotations) {
   TestFixture::expect_accurate(shapes, mats, TestFixture::run(shapes, mats, options), "blocks");
 }
 
+TYPED_TEST(VariableBatch, ThreeGroupsAndThreeLevelsInOneCall) {
+  // Planned for 32 KB of scratch with widths {64, 32, 16} (double) or {96,
+  // 48, 24} (float): in one call, every matrix recurses to level 3, where the
+  // pairs of the shorter ones are solved in scratch and the tallest one's by
+  // the Gram EVD (Algorithm 2, Fig. 4).
+  using T = typename TestFixture::Scalar;
+  const std::vector<MatrixShape> shapes = {{31, 28}, {70, 60}, {100, 90}, {260, 130}, {9, 40}};
+  const auto mats = TestFixture::matrices(shapes);
+  kwsvd::SvdOptions options;
+  options.level0 = false;
+  options.block_scratch_bytes = 32768;
+  options.pair_svd = true;
+  options.level_widths =
+      sizeof(T) == 8 ? std::vector<int>{64, 32, 16} : std::vector<int>{96, 48, 24};
+  kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), shapes, options);
+  const auto summary = svd.plan_summary();
+  EXPECT_EQ(summary.levels, 3);
+  EXPECT_GT(summary.pair_svds, 0);
+  EXPECT_GT(summary.gram_evds, 0);
+  EXPECT_EQ(summary.widths, options.level_widths);
+  TestFixture::expect_accurate(shapes, mats, TestFixture::run(shapes, mats, options, &svd),
+                               "three groups");
+}
+
 TYPED_TEST(VariableBatch, UniformBatchAgreesWithTheUniformForm) {
   using T = typename TestFixture::Scalar;
   using L = typename TestFixture::Layout;

@@ -1,4 +1,4 @@
-// kwsvd::batched_svd through the W-cycle scheduler (level-1 block rotations
+// kwsvd::batched_svd through the W-cycle scheduler (block rotations at one to three levels
 // with the tailored GEMMs and the Gram EVD) against LAPACKE, with seed 002's
 // spectra and accuracy metrics e1..e4 (< 30 u), and the API's edge cases.
 
@@ -83,6 +83,74 @@ TYPED_TEST(Wcycle, SixSpectraMeetSeed002Thresholds) {
     for (const std::string name : {"random", "arith", "cluster0", "cluster1", "logrand", "geo"}) {
       const auto mats = kwsvd::test::spectrum_batch<T>(name, m, n, kappa, 2);
       this->expect_accurate(mats, m, n, this->run(mats, m, n), name);
+    }
+  }
+}
+
+// Algorithm 2's recursion, planned for 32 KB of scratch (a GPU's order, and
+// at most what the host backends offer): the pairs of wide blocks fit neither
+// the pair SVD nor the Gram EVD and are swept with narrower blocks one or two
+// levels down (there the Gram EVD fits up to w = 16 in double, 24 in float).
+// Graded spectra (geo, logrand; kappa = 1e10) take about 25 sweeps, and at
+// three levels each sweep applies several times more rotations to V than at
+// one: V's orthogonality ends at 33-35 u in double, just past the bound, so
+// they run at two levels only (a known limit, see perf_tests/notes).
+TYPED_TEST(Wcycle, TwoAndThreeLevelsMeetSeed002Thresholds) {
+  using T = typename TestFixture::TestScalar;
+  const bool dbl = sizeof(T) == 8;
+  const double kappa = dbl ? 1e10 : 1e5;
+  struct LevelCase {
+    std::vector<int> widths;
+    int m, n, levels;
+    std::vector<std::string> spectra;
+  };
+  const std::vector<LevelCase> cases =
+      dbl ? std::vector<LevelCase>{{{32, 16}, 180, 96, 2, {"random", "geo", "cluster1"}},
+                                   {{64, 32, 16}, 200, 160, 3, {"random", "arith", "cluster1"}}}
+          : std::vector<LevelCase>{{{48, 24}, 180, 150, 2, {"random", "geo", "cluster1"}},
+                                   {{96, 48, 24}, 200, 200, 3, {"random", "arith", "cluster1"}}};
+  for (const auto& c : cases) {
+    kwsvd::SvdOptions options = TestFixture::block_rotations();
+    options.block_scratch_bytes = 32768;
+    options.level_widths = c.widths;
+    kwsvd::BatchedSvd<Exec, T> svd(Exec(), 2, c.m, c.n, options);
+    const auto summary = svd.plan_summary();
+    EXPECT_EQ(summary.levels, c.levels) << c.m << " x " << c.n;
+    EXPECT_EQ(summary.pair_svds, 0);
+    EXPECT_GT(summary.gram_evds, 0);
+    EXPECT_EQ(svd.block_width(), c.widths.front());
+    for (const std::string& name : c.spectra) {
+      const auto mats = kwsvd::test::spectrum_batch<T>(name, c.m, c.n, kappa, 2);
+      const auto r = this->run(mats, c.m, c.n, options);
+      this->expect_accurate(mats, c.m, c.n, r, name + " " + std::to_string(c.levels) + " levels");
+    }
+  }
+}
+
+// The first two groups of a level (§III-C, Step 2), planned for 32 KB of
+// scratch with w = 16 (double) or 24 (float): pairs whose rows and rotation
+// fit are solved there, taller ones by the Gram GEMM and EVD; both meet the
+// thresholds, and so does the Gram path alone (pair_svd = false).
+TYPED_TEST(Wcycle, PairSvdAndGramEvdGroupsMeetSeed002Thresholds) {
+  using T = typename TestFixture::TestScalar;
+  const double kappa = sizeof(T) == 8 ? 1e10 : 1e5;
+  for (const bool pair_svd : {true, false}) {
+    for (auto [m, n] : {std::pair{80, 80}, std::pair{260, 72}}) {
+      kwsvd::SvdOptions options = TestFixture::block_rotations();
+      options.block_scratch_bytes = 32768;
+      options.level_widths.push_back(sizeof(T) == 8 ? 16 : 24);
+      options.pair_svd = pair_svd;
+      kwsvd::BatchedSvd<Exec, T> svd(Exec(), 2, m, n, options);
+      const auto summary = svd.plan_summary();
+      EXPECT_EQ(summary.levels, 1);
+      const bool in_scratch = pair_svd && m < 100;
+      EXPECT_EQ(summary.pair_svds > 0, in_scratch) << m;
+      EXPECT_EQ(summary.gram_evds > 0, !in_scratch) << m;
+      for (const std::string name : {"arith", "cluster0", "logrand"}) {
+        const auto mats = kwsvd::test::spectrum_batch<T>(name, m, n, kappa, 2);
+        this->expect_accurate(mats, m, n, this->run(mats, m, n, options),
+                              name + (pair_svd ? " pair svd" : " gram evd"));
+      }
     }
   }
 }
@@ -191,6 +259,17 @@ TYPED_TEST(Wcycle, ReusedHandleGivesTheSameResultAndChecksShapes) {
   EXPECT_NE(w.find("options.max_sweeps"), std::string::npos) << w;
   w = error_of([&] { kwsvd::BatchedSvd<Exec, T>(Exec(), -1, m, n); });
   EXPECT_NE(w.find("batch, m, n"), std::string::npos) << w;
+  kwsvd::SvdOptions widths = TestFixture::block_rotations();
+  widths.level_widths = {16, 32};
+  w = error_of([&] { kwsvd::BatchedSvd<Exec, T>(Exec(), batch, m, n, widths); });
+  EXPECT_NE(w.find("kwsvd::BatchedSvd"), std::string::npos) << w;
+  EXPECT_NE(w.find("options.level_widths"), std::string::npos) << w;
+  EXPECT_NE(w.find("strictly decreasing; got {16, 32}"), std::string::npos) << w;
+  widths.level_widths = {64};
+  widths.block_scratch_bytes = 32768;
+  w = error_of([&] { kwsvd::BatchedSvd<Exec, T>(Exec(), batch, m, n, widths); });
+  EXPECT_NE(w.find("Gram EVD fits the 32768 bytes"), std::string::npos) << w;
+  EXPECT_NE(w.find("got {64}"), std::string::npos) << w;
 }
 
 TYPED_TEST(Wcycle, RawPointerFormMatchesTheViewForm) {

@@ -54,13 +54,18 @@ class BatchedSvd {
     level0_ = options.level0 && small_svd_fits<Scalar, ExecSpace>(int(m), int(n), options.job);
     if (!level0_ && batch > 0 && m > 0 && n > 0)
       solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(
-          std::vector<MatrixShape>(std::size_t(batch), MatrixShape{int(m), int(n)}), options);
+          std::vector<MatrixShape>(std::size_t(batch), MatrixShape{int(m), int(n)}), options, fn);
   }
 
   /// True when the shape runs in the level-0 kernel (no block rotations).
   bool level0() const { return level0_; }
   /// Column-block width of the W-cycle's level 1 (0 for level 0).
   int block_width() const { return level0_ ? 0 : solver_.width(); }
+  /// How the W-cycle splits a sweep (levels, steps, pairs by group); empty
+  /// for level 0 or an empty batch.
+  WcyclePlanSummary plan_summary() const {
+    return level0_ || batch_ == 0 || m_ == 0 || n_ == 0 ? WcyclePlanSummary{} : solver_.summary();
+  }
 
   /// A(b) = U(b) diag(S(b)) V(b)^T for every b. A: (batch, m, n), S: (batch,
   /// k), U: (batch, m, k), V: (batch, n, k), k = min(m, n), info: (batch) of

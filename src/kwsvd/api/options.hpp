@@ -2,6 +2,7 @@
 // Options and per-matrix results shared by kwsvd's SVD entry points.
 
 #include <limits>
+#include <vector>
 
 #include <Kokkos_Macros.hpp>
 
@@ -42,6 +43,35 @@ struct SvdOptions {
   /// kernel (the default). false sends every matrix through the W-cycle's
   /// block rotations, for tests and comparisons.
   bool level0 = true;
+  /// Column-block widths of the W-cycle's levels 1, 2, ... (W-cycle paper
+  /// §III-C, Algorithm 2): empty lets the tuning engine choose one level;
+  /// otherwise strictly decreasing, each even, the last one narrow enough
+  /// that the 2w x 2w Gram EVD of its pairs fits level-0 scratch. A pair of
+  /// blocks at level h that neither fits the pair SVD nor the Gram EVD in
+  /// scratch is split into blocks of w_{h+1} and swept at level h + 1.
+  std::vector<int> level_widths;
+  /// Solve block pairs whose rows and rotation fit level-0 scratch (and
+  /// w >= 16) by one-sided Jacobi in scratch (the paper's first group,
+  /// Observation 1: the pair's V is its rotation) instead of the Gram GEMM
+  /// and EVD. Off by default: on the H200 it was faster only for 64^2 x 100
+  /// (2.9 against 3.1 ms) and slower for the Table VI group m, n <= 128
+  /// (19.8 against 12.0 ms); see perf_tests/notes/wcycle.md.
+  bool pair_svd = false;
+  /// Level-0 scratch bytes per team that the W-cycle plans its groups with
+  /// (pair SVD, Gram EVD, the engine's widest block): 0 for the device's
+  /// limit; a smaller value reproduces a GPU's choices on a host backend
+  /// (whose limit is far larger), for tests.
+  int block_scratch_bytes = 0;
+};
+
+/// Per sweep, how a W-cycle plan splits its work (for tests, benchmarks and
+/// users tuning SvdOptions::level_widths): BatchedSvd::plan_summary().
+struct WcyclePlanSummary {
+  int levels = 0;           ///< deepest level with work (1 = no recursion)
+  int launch_steps = 0;     ///< steps per sweep, each a few launches
+  long pair_svds = 0;       ///< pairs solved by the pair SVD in scratch (group i)
+  long gram_evds = 0;       ///< pairs solved by Gram GEMM + EVD (group ii)
+  std::vector<int> widths;  ///< w_1, w_2, ... of the levels planned
 };
 
 /// Order of the eigenvalues (and eigenvector columns) of an EVD.

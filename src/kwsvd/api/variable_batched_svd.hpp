@@ -100,7 +100,8 @@ class VariableBatchedSvd {
     level0_shapes_ =
         Impl::copy_to_device<memory_space>(level0_plan_.shapes, "kwsvd::level0_shapes");
     if (!blocks.empty())
-      solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(block_shapes, options);
+      solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(block_shapes, options,
+                                                           "kwsvd::VariableBatchedSvd");
     slots_ = Kokkos::View<Impl::MatrixSlot<Scalar>*, memory_space>("kwsvd::slots", shapes.size());
     host_slots_ = Kokkos::create_mirror_view(slots_);
   }
@@ -113,6 +114,11 @@ class VariableBatchedSvd {
   int empty_count() const { return empty_count_; }
   /// Column-block width of the W-cycle's level 1 (0 when no matrix needs it).
   int block_width() const { return block_count_ > 0 ? solver_.width() : 0; }
+  /// How the W-cycle splits a sweep of the block-rotation matrices (levels,
+  /// steps, pairs by group); empty when no matrix needs it.
+  WcyclePlanSummary plan_summary() const {
+    return block_count_ > 0 ? solver_.summary() : WcyclePlanSummary{};
+  }
 
   /// A[b] = U[b] diag(S[b]) V[b]^T for every b: A[b] a rank-2 View (m_b,
   /// n_b), S[b] rank-1 (k_b = min(m_b, n_b)), U[b] (m_b, k_b), V[b] (n_b,

@@ -318,6 +318,141 @@ struct OneSidedJacobiScratch {
   int* rotated;   // 2 flags: "some pair rotated in this sweep", by sweep parity
 };
 
+/// Exact squared norms d[c] of W's N columns (M rows). Collective.
+template <int RowsPerLane, class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void one_sided_column_norms(const Member& member, const Scalar* W,
+                                                   std::size_t ldw, int M, int N, int log2,
+                                                   Scalar* d) {
+  const int w_blocks = RowsPerLane > 0 ? RowsPerLane : (M + (1 << log2) - 1) >> log2;
+  using Rows = PairRows<RowsPerLane>;
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
+    const Scalar* w = W + ldw * c;
+    const Rows rows(c % w_blocks, w_blocks, log2, M);
+    Scalar sum = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(member, 1 << log2),
+        [&](const int lane, Scalar& acc) {
+          rows.for_rows(lane, [&](const int r) { acc += w[r] * w[r]; });
+        },
+        sum);
+    Kokkos::single(Kokkos::PerThread(member), [&]() { d[c] = sum; });
+  });
+}
+
+/// Round-robin sweeps of the one-sided Jacobi method (W-cycle paper §II-B,
+/// §IV-B) on the N columns of W (M rows, leading dimension ldw), rotating the
+/// columns of V (N x N, leading dimension ldv; null: no vectors) alongside,
+/// until a sweep rotates nothing or after max_sweeps. W and V may live in
+/// scratch or in memory. d: N scalars for the squared norms, rotated: two
+/// flags (both may be in scratch). Columns whose squared norm is at most
+/// `zero_column` (negative: none) are left alone. Returns the sweeps run;
+/// `converged` tells whether the last one rotated nothing. Collective; one
+/// team thread per column pair and 1 << log2 vector lanes, as
+/// one_sided_jacobi_team.
+template <int RowsPerLane, class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar* W, std::size_t ldw,
+                                                   int M, int N, Scalar* V, std::size_t ldv,
+                                                   int log2, Scalar* d, int* rotated, Scalar tol,
+                                                   Scalar zero_column, int max_sweeps,
+                                                   bool& converged) {
+  const int w_blocks = RowsPerLane > 0 ? RowsPerLane : (M + (1 << log2) - 1) >> log2;
+  const int v_blocks = RowsPerLane > 0 ? RowsPerLane : (N + (1 << log2) - 1) >> log2;
+  using Rows = PairRows<RowsPerLane>;
+  // Exact squared column norms. Inner-product caching (§IV-B-2, eq. 6) updates
+  // them by formula after each rotation; recomputing them here at the start of
+  // every sweep bounds the drift of the cached values to one sweep's worth of
+  // rotations, and the final sigma always come from exact norms.
+  auto exact_norms = [&]() { one_sided_column_norms<RowsPerLane>(member, W, ldw, M, N, log2, d); };
+  // Rotating pairs raise this sweep's flag (a benign race: every writer
+  // stores 1) instead of a team reduction per step, so a step costs one
+  // barrier. The flags alternate with the sweep's parity so that clearing
+  // the next sweep's flag never races with reading this one's.
+  const int n_even = N + (N & 1);
+  const int npairs = n_even / 2;
+  const Scalar tiny = scalar_limits<Scalar>::min_normal;
+  const Scalar didj_floor = tiny / (tol * tol);  // above it tol^2 d_i d_j is normal
+  int sweeps = 0;
+  converged = N < 2;
+  while (!converged && sweeps < max_sweeps) {
+    int* const flag = rotated + (sweeps & 1);
+    ++sweeps;
+    Kokkos::single(Kokkos::PerTeam(member), [&]() { *flag = 0; });
+    exact_norms();
+    member.team_barrier();
+    for (int step = 0; step < n_even - 1; ++step) {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, npairs), [&](const int pair) {
+        int i, j;
+        round_robin_pair(n_even, step, pair, i, j);
+        if (j >= N)
+          return;  // the phantom column of odd N
+        Scalar* wi = W + ldw * i;
+        Scalar* wj = W + ldw * j;
+        // Consecutive pairs of a warp start at consecutive row blocks.
+        int first = pair;
+        while (first >= w_blocks)
+          first -= w_blocks;
+        const Rows wrows(first, w_blocks, log2, M);
+        // Read before the lanes' reduction, which orders them before the
+        // norm update below.
+        const Scalar di = d[i], dj = d[j];
+        // Only a_i^T a_j is computed: the norms are cached (eq. 6).
+        Scalar g = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(member, 1 << log2),
+            [&](const int lane, Scalar& acc) {
+              wrows.for_rows(lane, [&](const int r) { acc += wi[r] * wj[r]; });
+            },
+            g);
+        // Rotate when |g| > tol ||a_i|| ||a_j||, compared squared (no square
+        // root) unless tol^2 d_i d_j could underflow; the scaling keeps d_i,
+        // d_j and g below the row count, so nothing overflows.
+        const Scalar didj = di * dj;
+        const bool rotates =
+            (zero_column < Scalar(0) || (di > zero_column && dj > zero_column)) &&
+            (didj > didj_floor ? g * g > tol * tol * didj
+                               : kmath::fabs(g) > tol * kmath::sqrt(di) * kmath::sqrt(dj));
+        if (!rotates)
+          return;
+        const Scalar t = jacobi_tangent(di, dj, g);
+        const Scalar c = Scalar(1) / kmath::sqrt(Scalar(1) + t * t);
+        const Scalar s = t * c;
+        // [x y] <- [c x - s y, s x + c y] over the rows of one pair of columns.
+        auto rotate = [&](const Rows& rows, Scalar* x, Scalar* y) {
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 1 << log2), [&](const int lane) {
+            rows.for_rows(lane, [&](const int r) {
+              const Scalar xr = x[r], yr = y[r];
+              x[r] = c * xr - s * yr;
+              y[r] = s * xr + c * yr;
+            });
+          });
+        };
+        rotate(wrows, wi, wj);
+        if (V != nullptr) {
+          // The compiled path pads V to W's blocks: the same row offsets.
+          if (RowsPerLane > 0) {
+            rotate(wrows, V + ldv * i, V + ldv * j);
+          } else {
+            int vfirst = pair;
+            while (vfirst >= v_blocks)
+              vfirst -= v_blocks;
+            rotate(Rows(vfirst, v_blocks, log2, N), V + ldv * i, V + ldv * j);
+          }
+        }
+        // eq. (6) with the orthogonality condition folded in: the updated
+        // squared norms are d_i - t g and d_j + t g (no cancellation).
+        Kokkos::single(Kokkos::PerThread(member), [&]() {
+          d[i] = di - t * g;
+          d[j] = dj + t * g;
+          *flag = 1;
+        });
+      });
+      member.team_barrier();
+    }
+    converged = *flag == 0;
+  }
+  return sweeps;
+}
+
 /// Results of one team's SVD, written to memory the caller owns.
 template <class Scalar>
 struct OneSidedJacobiOutput {
@@ -342,10 +477,6 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
   const int M = shape.rows, N = shape.cols;
   const std::size_t ldw = shape.ld_w, ldv = shape.ld_v;
   const int log2 = shape.row_block_log2;
-  // Row blocks per lane: compiled (W and V zero-padded to that many) or not.
-  const int w_blocks = RowsPerLane > 0 ? RowsPerLane : (M + (1 << log2) - 1) >> log2;
-  const int v_blocks = RowsPerLane > 0 ? RowsPerLane : (N + (1 << log2) - 1) >> log2;
-  using Rows = PairRows<RowsPerLane>;
   Scalar* const W = ws.W;
   Scalar* const V = ws.V;
   Scalar* const d = ws.norm2;
@@ -385,113 +516,12 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
   });
   member.team_barrier();
 
-  // Exact squared column norms. Inner-product caching (§IV-B-2, eq. 6) updates
-  // them by formula after each rotation; recomputing them here at the start of
-  // every sweep bounds the drift of the cached values to one sweep's worth of
-  // rotations, and the final sigma always come from exact norms.
-  auto exact_norms = [&]() {
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
-      const Scalar* w = W + ldw * c;
-      const Rows rows(c % w_blocks, w_blocks, log2, M);
-      Scalar sum = 0;
-      Kokkos::parallel_reduce(
-          Kokkos::ThreadVectorRange(member, 1 << log2),
-          [&](const int lane, Scalar& acc) {
-            rows.for_rows(lane, [&](const int r) { acc += w[r] * w[r]; });
-          },
-          sum);
-      Kokkos::single(Kokkos::PerThread(member), [&]() { d[c] = sum; });
-    });
-  };
-
-  // 3. Sweeps of round-robin steps until a sweep rotates nothing. Rotating
-  //    pairs raise this sweep's flag (a benign race: every writer stores 1)
-  //    instead of a team reduction per step, so a step costs one barrier. The
-  //    flags alternate with the sweep's parity so that clearing the next
-  //    sweep's flag never races with reading this one's.
-  const int n_even = N + (N & 1);
-  const int npairs = n_even / 2;
-  const Scalar tiny = scalar_limits<Scalar>::min_normal;
-  const Scalar didj_floor = tiny / (tol * tol);  // above it tol^2 d_i d_j is normal
-  int sweeps = 0;
-  bool converged = N < 2;
-  while (!converged && sweeps < max_sweeps) {
-    int* const flag = ws.rotated + (sweeps & 1);
-    ++sweeps;
-    Kokkos::single(Kokkos::PerTeam(member), [&]() { *flag = 0; });
-    exact_norms();
-    member.team_barrier();
-    for (int step = 0; step < n_even - 1; ++step) {
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, npairs), [&](const int pair) {
-        int i, j;
-        round_robin_pair(n_even, step, pair, i, j);
-        if (j >= N)
-          return;  // the phantom column of odd N
-        Scalar* wi = W + ldw * i;
-        Scalar* wj = W + ldw * j;
-        // Consecutive pairs of a warp start at consecutive row blocks.
-        int first = pair;
-        while (first >= w_blocks)
-          first -= w_blocks;
-        const Rows wrows(first, w_blocks, log2, M);
-        // Read before the lanes' reduction, which orders them before the
-        // norm update below.
-        const Scalar di = d[i], dj = d[j];
-        // Only a_i^T a_j is computed: the norms are cached (eq. 6).
-        Scalar g = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(member, 1 << log2),
-            [&](const int lane, Scalar& acc) {
-              wrows.for_rows(lane, [&](const int r) { acc += wi[r] * wj[r]; });
-            },
-            g);
-        // Rotate when |g| > tol ||a_i|| ||a_j||, compared squared (no square
-        // root) unless tol^2 d_i d_j could underflow; the scaling keeps d_i,
-        // d_j and g below the row count, so nothing overflows.
-        const Scalar didj = di * dj;
-        const bool rotates = didj > didj_floor
-                                 ? g * g > tol * tol * didj
-                                 : kmath::fabs(g) > tol * kmath::sqrt(di) * kmath::sqrt(dj);
-        if (!rotates)
-          return;
-        const Scalar t = jacobi_tangent(di, dj, g);
-        const Scalar c = Scalar(1) / kmath::sqrt(Scalar(1) + t * t);
-        const Scalar s = t * c;
-        // [x y] <- [c x - s y, s x + c y] over the rows of one pair of columns.
-        auto rotate = [&](const Rows& rows, Scalar* x, Scalar* y) {
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 1 << log2), [&](const int lane) {
-            rows.for_rows(lane, [&](const int r) {
-              const Scalar xr = x[r], yr = y[r];
-              x[r] = c * xr - s * yr;
-              y[r] = s * xr + c * yr;
-            });
-          });
-        };
-        rotate(wrows, wi, wj);
-        if (shape.vectors) {
-          // The compiled path pads V to W's blocks: the same row offsets.
-          if (RowsPerLane > 0) {
-            rotate(wrows, V + ldv * i, V + ldv * j);
-          } else {
-            int vfirst = pair;
-            while (vfirst >= v_blocks)
-              vfirst -= v_blocks;
-            rotate(Rows(vfirst, v_blocks, log2, N), V + ldv * i, V + ldv * j);
-          }
-        }
-        // eq. (6) with the orthogonality condition folded in: the updated
-        // squared norms are d_i - t g and d_j + t g (no cancellation).
-        Kokkos::single(Kokkos::PerThread(member), [&]() {
-          d[i] = di - t * g;
-          d[j] = dj + t * g;
-          *flag = 1;
-        });
-      });
-      member.team_barrier();
-    }
-    converged = *flag == 0;
-  }
-  exact_norms();
+  // 3. Sweeps until one rotates nothing.
+  bool converged = false;
+  const int sweeps = one_sided_jacobi_sweeps<RowsPerLane>(
+      member, W, ldw, M, N, shape.vectors ? V : nullptr, ldv, log2, d, ws.rotated, tol, Scalar(-1),
+      max_sweeps, converged);
+  one_sided_column_norms<RowsPerLane>(member, W, ldw, M, N, log2, d);
   member.team_barrier();
 
   // 4. sigma_c = ||w_c||; rank of column c in descending order (ties by index).

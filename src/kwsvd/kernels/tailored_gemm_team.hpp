@@ -83,23 +83,32 @@ KOKKOS_INLINE_FUNCTION void gram_tile_position(int p, int& P, int& Q) {
   P = p - Q * (Q + 1) / 2;
 }
 
-/// Copies rows [r0, r0 + rows) of the task's 2w columns into scratch X,
-/// column-major with leading dimension `rows` (zero for missing columns),
-/// walking the matrix along its smaller stride for contiguous loads.
-template <class Member, class Scalar>
-KOKKOS_INLINE_FUNCTION void load_pair_rows(const Member& member, const BlockPairTask<Scalar>& t,
-                                           int w, int r0, int rows, Scalar* X) {
+/// Calls f(r, c, col) for every row r < rows and pair column c < 2w of the
+/// task (col: the matrix column, -1 for a missing one), walking the matrix
+/// along its smaller stride so that neighbouring lanes touch neighbouring
+/// memory. The flat index splits by a float reciprocal (index_math.hpp):
+/// integer division would cost more than the copy itself.
+template <class Member, class Scalar, class F>
+KOKKOS_INLINE_FUNCTION void for_pair_entries(const Member& member, const BlockPairTask<Scalar>& t,
+                                             int w, int rows, const F& f) {
   const bool rows_fastest = t.row_stride <= t.col_stride;
   const int cols = 2 * w;
-  // The flat index splits by a float reciprocal (index_math.hpp): integer
-  // division would cost more than the copy itself.
   const int d = rows_fastest ? rows : cols;
   const float inv_d = 1.0f / float(d);
   Kokkos::parallel_for(Kokkos::TeamVectorRange(member, rows * cols), [&](const int e) {
     const int q = quotient(e, d, inv_d), rem = e - q * d;
     const int r = rows_fastest ? rem : q;
     const int c = rows_fastest ? q : rem;
-    const int col = t.column(c, w);
+    f(r, c, t.column(c, w));
+  });
+}
+
+/// Copies rows [r0, r0 + rows) of the task's 2w columns into scratch X,
+/// column-major with leading dimension `rows` (zero for missing columns).
+template <class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void load_pair_rows(const Member& member, const BlockPairTask<Scalar>& t,
+                                           int w, int r0, int rows, Scalar* X) {
+  for_pair_entries(member, t, w, rows, [&](const int r, const int c, const int col) {
     X[r + rows * c] = col >= 0 ? t.data[(r0 + r) * t.row_stride + col * t.col_stride] : Scalar(0);
   });
 }

@@ -2,45 +2,61 @@
 // The W-cycle scheduler (W-cycle paper §III, Algorithm 2) for the matrices of
 // a batch (any mix of shapes) that do not fit the level-0 SVD kernel.
 //
-// What is here: level 1 of the W-cycle with the Gram-EVD group. Each matrix
-// (transposed when wide) is split into column blocks of width w, chosen by
-// the tailoring auto-tuning engine (tuning/tailoring_plan.hpp) among the
-// widths whose 2w x 2w Gram EVD fits level-0 scratch (a matrix with fewer
-// than 2w columns uses half its columns). A sweep runs the longest matrix's
-// n/w - 1 round-robin steps, each matrix taking part in its own; each step is, for the whole batch,
-// one launch of the tailored Gram of every block pair, one of the batched Gram EVD (one inner
-// sweep, seed 002 Design-2), one marking which matrices rotated, and one fused update of A's and
-// V's blocks. A matrix converges when a whole sweep rotates none of its pairs (the EVD's relative
-// test is exactly the one-sided criterion |a_i^T a_j| > tol ||a_i|| ||a_j|| on the columns); from
-// then on it is masked out of the GEMMs (seed 002 Design-4). One small
-// device-to-host read per sweep (the count of active matrices) ends the loop.
+// Each matrix (transposed when wide) is split into column blocks of width w_1
+// (SvdOptions::level_widths, or the tailoring auto-tuning engine's choice,
+// tuning/tailoring_plan.hpp); a matrix with fewer than 2 w_1 columns uses
+// half its columns. A sweep walks the blocks' round-robin steps; every pair
+// (i, j) of a step at level h lands in one of the paper's three groups
+// (§III-C, Step 2):
+//   (i)   its rows fit level-0 scratch: one-sided Jacobi on [A_i A_j] in
+//         scratch gives J_ij directly (Observation 1, scheduler/pair_svd.hpp);
+//   (ii)  its 2w_h x 2w_h Gram fits: tailored Gram GEMM, Gram EVD (one inner
+//         sweep, seed 002 Design-2), fused update;
+//   (iii) neither: its two blocks are cut into blocks of w_{h+1} and swept at
+//         level h + 1 (Step 3), the rotations applied in place, so the level
+//         returns to h when that sweep ends (Step 4).
+// The plan flattens this recursion into launch steps, ordered depth first
+// (step s of level h, then the level-(h+1) steps of its third-group pairs):
+// all work of one group of one step of one level, over all matrices, is one
+// launch, and V's blocks are updated with J in the same update launch as A's.
+// A matrix converges when a whole sweep rotates none of its pairs (the EVD's
+// relative test is the one-sided criterion on the columns); from then on it
+// is masked out (seed 002 Design-4). One small device-to-host read per sweep
+// (the count of active matrices) ends the loop.
 //
-// Not yet here (see the issue tracker): the SVD-in-scratch group for pairs
-// that fit the level-0 kernel and the recursion to level 2 and beyond (every
-// w chosen fits the EVD, so level 1 suffices for any size, at the cost of a
-// narrower w than the W-cycle would use), and compaction of converged
-// matrices out of the EVD launch.
+// Not yet here: compaction of converged matrices out of the launches (they
+// are masked, so their teams exit at once).
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "kwsvd/api/batched_gram_evd.hpp"
+#include "kwsvd/api/batched_small_svd.hpp"
 #include "kwsvd/api/options.hpp"
 #include "kwsvd/impl/matrix_slot.hpp"
 #include "kwsvd/kernels/one_sided_jacobi_team.hpp"
 #include "kwsvd/kernels/wcycle_team.hpp"
+#include "kwsvd/scheduler/pair_svd.hpp"
 #include "kwsvd/scheduler/tailored_gemm.hpp"
 #include "kwsvd/tuning/tailoring_plan.hpp"
 
 namespace kwsvd::Impl {
 
-/// The widest block w (of 48, 32, 24, 16, 8) whose 2w x 2w Gram EVD fits
-/// level-0 scratch on ExecSpace; 0 when none does.
+/// Whether the n x n Gram EVD fits `limit` bytes of level-0 scratch (and
+/// the kernel's largest n).
 template <class ExecSpace, class Scalar>
-int widest_evd_block() {
+bool gram_evd_fits_within(int n, std::size_t limit) {
+  return n <= gram_evd_max_n && gram_evd_scratch_bytes<ExecSpace, Scalar>(n) <= limit;
+}
+
+/// The widest block w (of 48, 32, 24, 16, 8) whose 2w x 2w Gram EVD fits
+/// `limit` bytes of level-0 scratch (default: ExecSpace's); 0 when none does.
+template <class ExecSpace, class Scalar>
+int widest_evd_block(std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>())) {
   for (int w : {48, 32, 24, 16, 8})
-    if (gram_evd_fits<Scalar, ExecSpace>(2 * w))
+    if (gram_evd_fits_within<ExecSpace, Scalar>(2 * w, limit))
       return w;
   return 0;
 }
@@ -51,13 +67,15 @@ int widest_evd_block() {
 /// (rounded up to even, at least 2). Narrower matrices use narrower blocks
 /// (wcycle_block_width).
 template <class ExecSpace, class Scalar>
-TailoringPlan plan_wcycle_level(const std::vector<MatrixShape>& shapes) {
+TailoringPlan plan_wcycle_level(
+    const std::vector<MatrixShape>& shapes,
+    std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>())) {
   int max_rows = 1, max_cols = 1;
   for (const auto& s : shapes) {
     max_rows = std::max(max_rows, s.rows);
     max_cols = std::max(max_cols, s.cols);
   }
-  const int w_max = widest_evd_block<ExecSpace, Scalar>();
+  const int w_max = widest_evd_block<ExecSpace, Scalar>(limit);
   const int half = std::max(2, ((max_cols + 1) / 2 + 1) / 2 * 2);
   std::vector<TailoringPlan> candidates;
   for (const auto& p : tailoring_candidates(max_rows, w_max))
@@ -90,6 +108,11 @@ struct WorkGeometry {
   int transpose = 0;                       ///< W = A^T (the input is wide)
 };
 
+/// A column range of a working matrix: one block at some level.
+struct ColumnBlock {
+  int col = 0, width = 0;
+};
+
 /// Device state and plan of the block-rotation matrices of one batch (any
 /// mix of shapes, each at least one row and one column); run() allocates
 /// nothing.
@@ -100,15 +123,19 @@ class WcycleLevelSolver {
   template <class T>
   using Vec = Kokkos::View<T*, memory_space>;
   using Stride3 = Kokkos::View<Scalar***, Kokkos::LayoutStride, memory_space>;
+  using Task = BlockPairTask<Scalar>;
 
   WcycleLevelSolver() = default;
 
   /// `shapes` are the input shapes (m x n, wide ones transposed inside).
-  WcycleLevelSolver(const std::vector<MatrixShape>& shapes, const SvdOptions& options)
+  /// `fn` names the public entry point in error messages (bad level_widths).
+  WcycleLevelSolver(const std::vector<MatrixShape>& shapes, const SvdOptions& options,
+                    const char* fn = "kwsvd::batched_svd")
       : batch_(int(shapes.size())), options_(options) {
     std::vector<WorkGeometry> geometry(shapes.size());
     std::vector<MatrixShape> work(shapes.size());
     std::size_t w_size = 0, v_size = 0;
+    int max_rows = 1;
     for (std::size_t b = 0; b < shapes.size(); ++b) {
       auto& g = geometry[b];
       g.transpose = shapes[b].rows < shapes[b].cols ? 1 : 0;
@@ -120,57 +147,22 @@ class WcycleLevelSolver {
       v_size += std::size_t(g.cols) * g.cols;
       work[b] = {g.rows, g.cols};
       max_cols_ = std::max(max_cols_, g.cols);
+      max_rows = std::max(max_rows, g.rows);
     }
-    plan_ = plan_wcycle_level<ExecSpace, Scalar>(work);
-    w_ = plan_.w;
-    for (const auto& g : geometry)
-      steps_ = std::max(steps_, wcycle_steps(g.cols, wcycle_block_width(w_, g.cols)));
-    // Working matrices, one after the other, each column-major.
+    plan_levels(work, max_rows, fn);
     W_ = Vec<Scalar>("kwsvd::W", std::max<std::size_t>(w_size, 1));
     V_ = Vec<Scalar>("kwsvd::V", std::max<std::size_t>(v_size, 1));
     geometry_ = copy_to_device<memory_space>(geometry, "kwsvd::geometry");
     scale_ = Vec<Scalar>("kwsvd::scale", batch_);
     state_ = Vec<int>("kwsvd::state", 4 * std::size_t(batch_));
-    const std::size_t nn = std::size_t(2 * w_) * std::size_t(2 * w_);
-    std::size_t pairs_max = 0, partial = 0;
-    for (int step = 0; step < steps_; ++step) {
-      std::vector<BlockPairTask<Scalar>> tasks;
-      std::vector<int> rows;
-      for (int b = 0; b < batch_; ++b) {
-        const auto& g = geometry[std::size_t(b)];
-        const int wb = wcycle_block_width(w_, g.cols);
-        if (step < wcycle_steps(g.cols, wb))
-          append_step_pairs(tasks, W_.data() + g.w_offset, g.rows, g.cols, wb, step, b);
-        rows.resize(tasks.size(), g.rows);
-      }
-      const std::size_t pairs = tasks.size();
-      for (int b = 0; b < batch_; ++b) {  // V's pairs: the same rotations as A's
-        const auto& g = geometry[std::size_t(b)];
-        const int wb = wcycle_block_width(w_, g.cols);
-        if (step < wcycle_steps(g.cols, wb))
-          append_step_pairs(tasks, V_.data() + g.v_offset, g.cols, g.cols, wb, step, b);
-        rows.resize(tasks.size(), g.cols);
-      }
-      // V's task of a pair shares the rotation J of A's task of that pair.
-      for (auto& t : tasks)
-        t.pair = t.pair < int(pairs) ? t.pair : t.pair - int(pairs);
-      tasks_.push_back(copy_to_device<memory_space>(tasks, "kwsvd::tasks"));
-      const std::vector<int> a_rows(rows.begin(), rows.begin() + std::ptrdiff_t(pairs));
-      gram_work_.push_back(make_tailored_gemm_work<ExecSpace>(a_rows, plan_));
-      update_work_.push_back(make_tailored_gemm_work<ExecSpace>(rows, plan_));
-      partial = std::max(partial, tailored_gram_partial_size(gram_work_.back()));
-      pairs_max = std::max(pairs_max, pairs);
-    }
-    partial_ = Vec<Scalar>("kwsvd::partial", std::max<std::size_t>(partial, 1));
-    B_ = Vec<Scalar>("kwsvd::B", std::max<std::size_t>(pairs_max * nn, 1));
-    J_ = Vec<Scalar>("kwsvd::J", std::max<std::size_t>(pairs_max * nn, 1));
-    lambda_ = Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space>("kwsvd::lambda", pairs_max,
-                                                                        std::size_t(2 * w_));
-    evd_info_ = Vec<EvdInfo>("kwsvd::evd_info", pairs_max);
+    build_steps(geometry);
   }
 
-  int width() const { return w_; }
-  const TailoringPlan& plan() const { return plan_; }
+  /// w_1, the column-block width of level 1.
+  int width() const { return widths_.empty() ? 0 : widths_.front(); }
+  /// The tailoring plan of level 1's GEMMs.
+  const TailoringPlan& plan() const { return plans_.front(); }
+  const WcyclePlanSummary& summary() const { return summary_; }
 
   /// The SVD of every matrix b, read from and written to slots(b) (an
   /// accessor: UniformSlots or IndexedSlots); `vectors`: U and V too.
@@ -207,37 +199,10 @@ class WcycleLevelSolver {
           });
         });
 
-    // 2. Sweeps of level-1 block rotations.
-    EvdOptions evd;
-    evd.tolerance = options_.tolerance;
-    evd.sweeps = 1;
-    evd.order = EigenOrder::unsorted;
-    evd.positive_semidefinite = true;
-    const std::size_t nn = std::size_t(2 * w_) * std::size_t(2 * w_);
-    for (int sweep = 0; sweep < options_.max_sweeps && steps_ > 0; ++sweep) {
-      for (int step = 0; step < steps_; ++step) {
-        const auto& gw = gram_work_[std::size_t(step)];
-        const BlockPairTask<Scalar>* tasks = tasks_[std::size_t(step)].data();
-        const int pairs = gw.tasks;
-        if (pairs == 0)
-          continue;
-        launch_pair_gram(exec, gw, tasks, mask, partial_.data(), B_.data());
-        const Kokkos::LayoutStride square(std::size_t(pairs), nn, std::size_t(2 * w_), 1,
-                                          std::size_t(2 * w_), std::size_t(2 * w_));
-        Stride3 B3(B_.data(), square), J3(J_.data(), square);
-        auto lambda = Kokkos::subview(lambda_, std::make_pair(0, pairs), Kokkos::ALL);
-        auto einfo = Kokkos::subview(evd_info_, std::make_pair(0, pairs));
-        batched_gram_evd(exec, B3, lambda, J3, einfo, evd);
-        const EvdInfo* ei = evd_info_.data();
-        Kokkos::parallel_for(
-            "kwsvd::wcycle_mark", Kokkos::RangePolicy<ExecSpace>(exec, 0, pairs),
-            KOKKOS_LAMBDA(const int t) {
-              const int b = tasks[t].matrix;
-              if (mask[b] == 0 && !(ei[t].converged == 1 && ei[t].sweeps <= 1))
-                rotated[b] = 1;  // benign race: every writer stores 1
-            });
-        launch_pair_update(exec, update_work_[std::size_t(step)], tasks, mask, J_.data());
-      }
+    // 2. Sweeps of block rotations, every level's steps in their order.
+    for (int sweep = 0; sweep < options_.max_sweeps && !steps_.empty(); ++sweep) {
+      for (const auto& step : steps_)
+        run_step(exec, step, mask, rotated);
       int active = 0;
       Kokkos::parallel_reduce(
           "kwsvd::wcycle_converged", Kokkos::RangePolicy<ExecSpace>(exec, 0, batch_),
@@ -255,7 +220,7 @@ class WcycleLevelSolver {
       if (active == 0)
         break;
     }
-    if (steps_ == 0) {  // single columns only: nothing to rotate
+    if (steps_.empty()) {  // single columns only: nothing to rotate
       Kokkos::parallel_for(
           "kwsvd::wcycle_single_block", Kokkos::RangePolicy<ExecSpace>(exec, 0, batch_),
           KOKKOS_LAMBDA(const int b) {
@@ -289,17 +254,245 @@ class WcycleLevelSolver {
         });
   }
 
+  /// One launch step: the pairs of one round-robin step of one level, over
+  /// all matrices, by group. J holds the pair SVDs' rotations first, then
+  /// the EVDs'.
+  struct Step {
+    int level = 0, w = 0;
+    int svd_pairs = 0, evd_pairs = 0, svd_rows = 0, svd_lanes = 1;
+    Vec<Task> svd_tasks;     // A's pairs of group (i), pair = 0 .. svd_pairs - 1
+    Vec<Task> gram_tasks;    // A's pairs of group (ii), pair = svd_pairs + k
+    Vec<Task> update_tasks;  // group (ii)'s A pairs, then V's pairs of both groups
+    TailoredGemmWork<ExecSpace> gram_work, update_work;
+  };
+
+  /// One launch step: the pair SVDs; the Grams, their EVD and the mark of
+  /// the matrices they rotated; one update of A's and V's blocks. (Public
+  /// only because CUDA's extended lambdas cannot live in private members.)
+  void run_step(const ExecSpace& exec, const Step& step, const int* mask, int* rotated);
+
  private:
-  int batch_ = 0, max_cols_ = 0, w_ = 0, steps_ = 0;
+  /// Host-side lists of one step while the plan is built.
+  struct StepTasks {
+    std::vector<Task> svd, evd, v_svd, v_evd;
+  };
+
+  /// Level widths and their GEMM plans: the caller's, or the engine's one
+  /// level. Throws on bad SvdOptions::level_widths.
+  void plan_levels(const std::vector<MatrixShape>& work, int max_rows, const char* fn) {
+    const double threshold = active_tuning_parameters(runs_off_host<ExecSpace>()).tlp_threshold;
+    const std::size_t device = std::size_t(team_scratch_bytes_max<ExecSpace>());
+    limit_ = options_.block_scratch_bytes > 0
+                 ? std::min(device, std::size_t(options_.block_scratch_bytes))
+                 : device;
+    if (options_.level_widths.empty()) {
+      plans_.push_back(plan_wcycle_level<ExecSpace, Scalar>(work, limit_));
+      widths_.push_back(plans_.back().w);
+    } else {
+      const auto& lw = options_.level_widths;
+      for (std::size_t h = 0; h < lw.size(); ++h) {
+        if (lw[h] < 2 || lw[h] % 2 != 0 || (h > 0 && lw[h] >= lw[h - 1]) || lw.size() > 8) {
+          throw_invalid_argument(
+              fn, "options.level_widths",
+              "must be at most 8 even widths >= 2, strictly decreasing; got " + format_widths(lw));
+        }
+      }
+      if (!gram_evd_fits_within<ExecSpace, Scalar>(2 * lw.back(), limit_)) {
+        throw_invalid_argument(
+            fn, "options.level_widths",
+            "must end with a width whose 2w x 2w Gram EVD fits the " + std::to_string(limit_) +
+                " bytes of level-0 scratch planned with on " + std::string(ExecSpace::name()) +
+                " (w <= " + std::to_string(widest_evd_block<ExecSpace, Scalar>(limit_)) +
+                " of 48, 32, 24, 16, 8); got " + format_widths(lw));
+      }
+      for (int w : lw) {
+        std::vector<TailoringPlan> candidates;
+        for (const auto& p : tailoring_candidates(max_rows, std::max(w, 8)))
+          if (p.w == w)
+            candidates.push_back(p);
+        plans_.push_back(candidates.empty() ? TailoringPlan{w, std::max(8, max_rows), 256}
+                                            : choose_tailoring_plan(candidates, work, threshold));
+        widths_.push_back(w);
+      }
+    }
+  }
+
+  static std::string format_widths(const std::vector<int>& widths) {
+    std::string s = "{";
+    for (std::size_t k = 0; k < widths.size(); ++k)
+      s += (k ? ", " : "") + std::to_string(widths[k]);
+    return s + "}";
+  }
+
+  static Task pair_task(Scalar* data, int rows, const ColumnBlock& bi, const ColumnBlock& bj,
+                        int matrix) {
+    Task t;
+    t.data = data;
+    t.row_stride = 1;
+    t.col_stride = rows;
+    t.rows = rows;
+    t.col_i = bi.col;
+    t.col_j = bj.col;
+    t.width_i = bi.width;
+    t.width_j = bj.width;
+    t.matrix = matrix;
+    return t;
+  }
+
+  /// Cuts a block into blocks of width at most w.
+  static void split_block(const ColumnBlock& block, int w, std::vector<ColumnBlock>& out) {
+    for (int c = 0; c < block.width; c += w)
+      out.push_back({block.col + c, std::min(w, block.width - c)});
+  }
+
+  /// The round-robin steps of matrix b's `blocks` at level h (0-based),
+  /// under the step path `path`: every pair goes to its group's list of the
+  /// step, or down one level (Algorithm 2, Step 2 and 3).
+  void plan_blocks(int b, const WorkGeometry& g, int h, std::vector<int>& path,
+                   const std::vector<ColumnBlock>& blocks,
+                   std::map<std::vector<int>, StepTasks>& steps) const {
+    const int count = int(blocks.size());
+    if (count < 2)
+      return;
+    const int even = count + (count & 1);
+    const int w = widths_[std::size_t(h)];
+    const bool svd = options_.pair_svd && pair_svd_fits<ExecSpace, Scalar>(g.rows, w, limit_);
+    const bool evd = gram_evd_fits_within<ExecSpace, Scalar>(2 * w, limit_);
+    for (int step = 0; step < even - 1; ++step) {
+      path.push_back(step);
+      for (int k = 0; k < even / 2; ++k) {
+        int i, j;
+        round_robin_pair(even, step, k, i, j);
+        if (j >= count)
+          continue;  // the phantom block of an odd count
+        const ColumnBlock& bi = blocks[std::size_t(i)];
+        const ColumnBlock& bj = blocks[std::size_t(j)];
+        if (svd || evd || h + 1 == int(widths_.size())) {
+          StepTasks& s = steps[path];
+          (svd ? s.svd : s.evd).push_back(pair_task(W_.data() + g.w_offset, g.rows, bi, bj, b));
+          (svd ? s.v_svd : s.v_evd).push_back(pair_task(V_.data() + g.v_offset, g.cols, bi, bj, b));
+        } else {
+          std::vector<ColumnBlock> sub;
+          split_block(bi, widths_[std::size_t(h) + 1], sub);
+          split_block(bj, widths_[std::size_t(h) + 1], sub);
+          plan_blocks(b, g, h + 1, path, sub, steps);
+        }
+      }
+      path.pop_back();
+    }
+  }
+
+  /// Plans every step of a sweep (depth first: std::map orders a step's
+  /// path before the paths of its level-(h+1) steps) and sizes the buffers.
+  void build_steps(const std::vector<WorkGeometry>& geometry) {
+    std::map<std::vector<int>, StepTasks> planned;
+    std::vector<int> path;
+    for (int b = 0; b < batch_; ++b) {
+      const auto& g = geometry[std::size_t(b)];
+      const int wb = wcycle_block_width(widths_.front(), g.cols);
+      std::vector<ColumnBlock> blocks;
+      split_block({0, g.cols}, wb, blocks);
+      plan_blocks(b, g, 0, path, blocks, planned);
+    }
+    std::size_t j_size = 1, b_size = 1, partial = 1, lambda = 1, evd_pairs = 1;
+    summary_ = WcyclePlanSummary{};
+    summary_.widths = widths_;
+    for (auto& [key, lists] : planned) {
+      Step step;
+      step.level = int(key.size()) - 1;
+      step.w = widths_[std::size_t(step.level)];
+      const TailoringPlan& plan = plans_[std::size_t(step.level)];
+      step.svd_pairs = int(lists.svd.size());
+      step.evd_pairs = int(lists.evd.size());
+      std::vector<Task> update;
+      std::vector<int> gram_rows, update_rows;
+      for (int k = 0; k < step.svd_pairs; ++k) {
+        lists.svd[std::size_t(k)].pair = lists.v_svd[std::size_t(k)].pair = k;
+        step.svd_rows = std::max(step.svd_rows, lists.svd[std::size_t(k)].rows);
+      }
+      for (int k = 0; k < step.evd_pairs; ++k) {
+        lists.evd[std::size_t(k)].pair = lists.v_evd[std::size_t(k)].pair = step.svd_pairs + k;
+        gram_rows.push_back(lists.evd[std::size_t(k)].rows);
+      }
+      for (const auto* list : {&lists.evd, &lists.v_svd, &lists.v_evd})
+        for (const auto& t : *list) {
+          update.push_back(t);
+          update_rows.push_back(t.rows);
+        }
+      step.svd_lanes = small_svd_lanes(options_, step.svd_rows, long(step.svd_pairs));
+      step.svd_tasks = copy_to_device<memory_space>(lists.svd, "kwsvd::svd_tasks");
+      step.gram_tasks = copy_to_device<memory_space>(lists.evd, "kwsvd::gram_tasks");
+      step.update_tasks = copy_to_device<memory_space>(update, "kwsvd::update_tasks");
+      step.gram_work = make_tailored_gemm_work<ExecSpace>(gram_rows, plan);
+      step.update_work = make_tailored_gemm_work<ExecSpace>(update_rows, plan);
+      const std::size_t nn = std::size_t(2 * step.w) * std::size_t(2 * step.w);
+      j_size = std::max(j_size, std::size_t(step.svd_pairs + step.evd_pairs) * nn);
+      b_size = std::max(b_size, std::size_t(step.evd_pairs) * nn);
+      lambda = std::max(lambda, std::size_t(step.evd_pairs) * std::size_t(2 * step.w));
+      evd_pairs = std::max(evd_pairs, std::size_t(step.evd_pairs));
+      partial = std::max(partial, tailored_gram_partial_size(step.gram_work));
+      summary_.levels = std::max(summary_.levels, step.level + 1);
+      summary_.pair_svds += step.svd_pairs;
+      summary_.gram_evds += step.evd_pairs;
+      steps_.push_back(std::move(step));
+    }
+    summary_.launch_steps = int(steps_.size());
+    partial_ = Vec<Scalar>("kwsvd::partial", partial);
+    B_ = Vec<Scalar>("kwsvd::B", b_size);
+    J_ = Vec<Scalar>("kwsvd::J", j_size);
+    lambda_ = Vec<Scalar>("kwsvd::lambda", lambda);
+    evd_info_ = Vec<EvdInfo>("kwsvd::evd_info", evd_pairs);
+  }
+
+  int batch_ = 0, max_cols_ = 0;
   SvdOptions options_;
-  TailoringPlan plan_;
-  Vec<Scalar> W_, V_, scale_, partial_, B_, J_;
+  std::vector<int> widths_;
+  std::vector<TailoringPlan> plans_;
+  std::size_t limit_ = 0;  // scratch bytes the groups are planned with
+  WcyclePlanSummary summary_;
+  Vec<Scalar> W_, V_, scale_, partial_, B_, J_, lambda_;
   Vec<WorkGeometry> geometry_;
   Vec<int> state_;
-  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> lambda_;
   Vec<EvdInfo> evd_info_;
-  std::vector<Vec<BlockPairTask<Scalar>>> tasks_;
-  std::vector<TailoredGemmWork<ExecSpace>> gram_work_, update_work_;
+  std::vector<Step> steps_;
 };
+
+template <class ExecSpace, class Scalar>
+void WcycleLevelSolver<ExecSpace, Scalar>::run_step(const ExecSpace& exec, const Step& step,
+                                                    const int* mask, int* rotated) {
+  const Scalar tol = resolved_tolerance<Scalar>(options_.tolerance);
+  launch_pair_svd(exec, step.svd_tasks.data(), step.svd_pairs, step.svd_rows, step.w,
+                  step.svd_lanes, mask, rotated, J_.data(), tol, 1);
+  const int pairs = step.evd_pairs;
+  if (pairs > 0) {
+    const Task* tasks = step.gram_tasks.data();
+    launch_pair_gram(exec, step.gram_work, tasks, mask, partial_.data(), B_.data());
+    const int n = 2 * step.w;
+    const std::size_t nn = std::size_t(n) * std::size_t(n);
+    const Kokkos::LayoutStride square(std::size_t(pairs), nn, std::size_t(n), 1, std::size_t(n),
+                                      std::size_t(n));
+    Stride3 B3(B_.data(), square), J3(J_.data() + std::size_t(step.svd_pairs) * nn, square);
+    Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space,
+                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>
+        lambda(lambda_.data(), std::size_t(pairs), std::size_t(n));
+    Kokkos::View<EvdInfo*, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> einfo(
+        evd_info_.data(), std::size_t(pairs));
+    EvdOptions evd;
+    evd.tolerance = options_.tolerance;
+    evd.sweeps = 1;
+    evd.order = EigenOrder::unsorted;
+    evd.positive_semidefinite = true;
+    batched_gram_evd(exec, B3, lambda, J3, einfo, evd);
+    const EvdInfo* ei = evd_info_.data();
+    Kokkos::parallel_for(
+        "kwsvd::wcycle_mark", Kokkos::RangePolicy<ExecSpace>(exec, 0, pairs),
+        KOKKOS_LAMBDA(const int t) {
+          const int b = tasks[t].matrix;
+          if (mask[b] == 0 && !(ei[t].converged == 1 && ei[t].sweeps <= 1))
+            rotated[b] = 1;  // benign race: every writer stores 1
+        });
+  }
+  launch_pair_update(exec, step.update_work, step.update_tasks.data(), mask, J_.data());
+}
 
 }  // namespace kwsvd::Impl

@@ -1,0 +1,72 @@
+#pragma once
+// The W-cycle's first group (W-cycle paper §III-A, Observation 1, and §III-C,
+// Step 2 (i)): a column-block pair A_ij = [A_i A_j] whose rows fit level-0
+// scratch is orthogonalized there by one-sided Jacobi sweeps, and the
+// accumulated column rotations are the pair's rotation J_ij (the right
+// singular vectors of A_ij). The pair's columns are read once and written
+// once, where the second group reads them twice (Gram, update) besides its
+// EVD; the level then applies J_ij to V's blocks with the tailored update.
+
+#include <cstddef>
+
+#include "kwsvd/impl/kokkos_compat.hpp"
+#include "kwsvd/kernels/one_sided_jacobi_team.hpp"
+#include "kwsvd/kernels/tailored_gemm_team.hpp"
+
+namespace kwsvd::Impl {
+
+/// Writes scratch X (rows x 2w, column-major, leading dimension `rows`) back
+/// to rows [r0, r0 + rows) of the task's columns (missing columns skipped):
+/// the inverse of load_pair_rows.
+template <class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void store_pair_rows(const Member& member, const BlockPairTask<Scalar>& t,
+                                            int w, int r0, int rows, const Scalar* X) {
+  for_pair_entries(member, t, w, rows, [&](const int r, const int c, const int col) {
+    if (col >= 0)
+      t.data[(r0 + r) * t.row_stride + col * t.col_stride] = X[r + rows * c];
+  });
+}
+
+/// Scratch of one pair-SVD team: X (rows x 2w), the norms (2w), two flags,
+/// and J (2w x 2w) when `j_in_scratch`.
+template <class ExecSpace, class Scalar>
+std::size_t pair_svd_scratch_bytes(int rows, int w, bool j_in_scratch) {
+  const std::size_t n = std::size_t(2 * w);
+  return scratch_bytes_for<ExecSpace, Scalar>(std::size_t(rows) * n) +
+         (j_in_scratch ? scratch_bytes_for<ExecSpace, Scalar>(n * n) : 0) +
+         scratch_bytes_for<ExecSpace, Scalar>(n) + scratch_bytes_for<ExecSpace, int>(2);
+}
+
+/// One pair: loads [A_i A_j] (m x 2w, missing columns zero) into X, sets J =
+/// I, runs `sweeps` one-sided Jacobi sweeps on X's columns rotating J's
+/// alongside (fewer when one rotates nothing), and stores X back. The
+/// working matrix is scaled so that its largest entry lies in [1/2, 1), so
+/// its widest column has a squared norm of at least 1/4; columns below
+/// (2w u)^2 / 4 of that are numerically zero (their direction is rounding
+/// noise of earlier updates, and their squared norms underflow for columns
+/// scaled by 1e-150) and are left alone, as the Gram EVD leaves them. J (2w x 2w,
+/// leading dimension 2w) may be in scratch or in memory; d and flags are
+/// scratch for one_sided_jacobi_sweeps. Returns whether any column pair was
+/// rotated. Collective; one team thread per column pair (w) and 1 << log2
+/// vector lanes.
+template <class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION bool pair_svd_team(const Member& member, const BlockPairTask<Scalar>& t,
+                                          int w, Scalar* X, Scalar* J, Scalar* d, int* flags,
+                                          int log2, Scalar tol, int sweeps) {
+  const int n = 2 * w;
+  load_pair_rows(member, t, w, 0, t.rows, X);
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n * n),
+                       [&](const int e) { J[e] = e % n == e / n ? Scalar(1) : Scalar(0); });
+  member.team_barrier();
+  bool converged = false;
+  const Scalar u = scalar_limits<Scalar>::epsilon / 2;
+  const Scalar zero_column = Scalar(n) * Scalar(n) * u * u / 4;
+  const int done =
+      one_sided_jacobi_sweeps<0>(member, X, std::size_t(t.rows), t.rows, n, J, std::size_t(n), log2,
+                                 d, flags, tol, zero_column, sweeps, converged);
+  // one_sided_jacobi_sweeps ends every step with a barrier: X is final.
+  store_pair_rows(member, t, w, 0, t.rows, X);
+  return !(converged && done == 1);
+}
+
+}  // namespace kwsvd::Impl
