@@ -270,6 +270,9 @@ TYPED_TEST(Wcycle, ReusedHandleGivesTheSameResultAndChecksShapes) {
   w = error_of([&] { kwsvd::BatchedSvd<Exec, T>(Exec(), batch, m, n, widths); });
   EXPECT_NE(w.find("Gram EVD fits the 32768 bytes"), std::string::npos) << w;
   EXPECT_NE(w.find("got {64}"), std::string::npos) << w;
+  widths.block_scratch_bytes = -1;
+  w = error_of([&] { kwsvd::BatchedSvd<Exec, T>(Exec(), batch, m, n, widths); });
+  EXPECT_NE(w.find("options.block_scratch_bytes"), std::string::npos) << w;
 }
 
 TYPED_TEST(Wcycle, RawPointerFormMatchesTheViewForm) {

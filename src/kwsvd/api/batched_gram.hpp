@@ -18,8 +18,7 @@ namespace Impl {
 template <class ExecSpace, class Scalar>
 struct BatchedGramFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
-  using ScratchVector = Kokkos::View<Scalar*, typename ExecSpace::scratch_memory_space,
-                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using ScratchVector = TeamScratch<ExecSpace, Scalar>;
   StridedMatrix<const Scalar> A;  // matrix 0; matrix b starts a_batch_stride later
   std::ptrdiff_t a_batch_stride;
   StridedMatrix<Scalar> B;

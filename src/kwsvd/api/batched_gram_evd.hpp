@@ -31,8 +31,7 @@ template <class ExecSpace, class Scalar>
 struct BatchedGramEvdFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   template <class T>
-  using ScratchVector = Kokkos::View<T*, typename ExecSpace::scratch_memory_space,
-                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using ScratchVector = TeamScratch<ExecSpace, T>;
   StridedMatrix<const Scalar> B;  // matrix 0; matrix b starts b_batch_stride later
   std::ptrdiff_t b_batch_stride;
   Scalar* lambda;

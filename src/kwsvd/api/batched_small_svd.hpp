@@ -39,10 +39,8 @@ namespace Impl {
 template <class ExecSpace, class Scalar, int RowsPerLane>
 struct BatchedSmallSvdFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
-  using ScratchVector = Kokkos::View<Scalar*, typename ExecSpace::scratch_memory_space,
-                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  using FlagVector = Kokkos::View<int*, typename ExecSpace::scratch_memory_space,
-                                  Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using ScratchVector = TeamScratch<ExecSpace, Scalar>;
+  using FlagVector = TeamScratch<ExecSpace, int>;
   StridedMatrix<const Scalar> A;  // matrix 0; matrix b starts a_batch_stride later
   std::ptrdiff_t a_batch_stride;
   Scalar* S;
@@ -124,10 +122,8 @@ inline int small_svd_lanes(const SvdOptions& options, int rows, long batch) {
 template <class ExecSpace, class Scalar>
 struct SlottedSmallSvdFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
-  using ScratchVector = Kokkos::View<Scalar*, typename ExecSpace::scratch_memory_space,
-                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  using FlagVector = Kokkos::View<int*, typename ExecSpace::scratch_memory_space,
-                                  Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using ScratchVector = TeamScratch<ExecSpace, Scalar>;
+  using FlagVector = TeamScratch<ExecSpace, int>;
   IndexedSlots<Scalar> slots;
   const OneSidedJacobiShape* shapes;
   bool vectors;

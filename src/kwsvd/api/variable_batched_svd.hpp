@@ -190,6 +190,7 @@ class VariableBatchedSvd {
             "U, ldu, V, ldv", "must all be given (vectors) or all be null (values only)");
     require(!vectors || options_.job == Job::values_and_vectors, "options.job",
             "must be Job::values_and_vectors when U and V are passed");
+    claim_host_slots();
     for (std::size_t b = 0; b < batch; ++b) {
       const int m = shapes_[b].rows, n = shapes_[b].cols, k = std::min(m, n);
       const std::string at = "[" + std::to_string(b) + "]";
@@ -260,6 +261,7 @@ class VariableBatchedSvd {
         "can access");
     constexpr const char* fn = "kwsvd::VariableBatchedSvd::compute";
     require_count(fn, "A", A.size());
+    claim_host_slots();
     require_count(fn, "S", S.size());
     Impl::require_extents(fn, "info", {info.extent(0)}, {shapes_.size()},
                           "(batch) with batch the number of shapes");
@@ -296,8 +298,18 @@ class VariableBatchedSvd {
                                                         options_.max_sweeps});
     if (block_count_ > 0)
       solver_.run(exec_, Impl::IndexedSlots<Scalar>{slots, block_index_.data()}, vectors);
-    // The host slots may be refilled by the next call only once the copy is done.
-    exec_.fence();
+    // The previous copy (or, on host backends where the mirror is the device
+    // View, the launches) may still read the host slots: the next call waits
+    // before refilling them, so that this call adds no sync of its own.
+    slots_in_use_ = true;
+  }
+
+  // Waits for the previous call's reads of the host slots (see launch).
+  void claim_host_slots() {
+    if (slots_in_use_) {
+      exec_.fence();
+      slots_in_use_ = false;
+    }
   }
 
   ExecSpace exec_;
@@ -309,6 +321,7 @@ class VariableBatchedSvd {
   Kokkos::View<Impl::OneSidedJacobiShape*, memory_space> level0_shapes_;
   Kokkos::View<Impl::MatrixSlot<Scalar>*, memory_space> slots_;
   typename Kokkos::View<Impl::MatrixSlot<Scalar>*, memory_space>::HostMirror host_slots_;
+  bool slots_in_use_ = false;
   Impl::WcycleLevelSolver<ExecSpace, Scalar> solver_;
 };
 

@@ -56,6 +56,11 @@ struct scalar_limits<float> {
   KOKKOS_INLINE_FUNCTION static float infinity() { return HUGE_VALF; }
 };
 
+// A team's unmanaged window of T in ExecSpace's level-0 scratch.
+template <class ExecSpace, class T>
+using TeamScratch = Kokkos::View<T*, typename ExecSpace::scratch_memory_space,
+                                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
 // Level-0 team scratch a team may request on ExecSpace, read at run time
 // (about 40 KB on CUDA; never hard-coded).
 template <class ExecSpace>

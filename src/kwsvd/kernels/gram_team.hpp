@@ -34,8 +34,7 @@ KOKKOS_INLINE_FUNCTION constexpr int triangle_size(int n) {
 /// Scratch bytes for `count` scalars, with the alignment padding Kokkos adds.
 template <class ExecSpace, class Scalar>
 std::size_t scratch_bytes_for(std::size_t count) {
-  using ScratchView = Kokkos::View<Scalar*, typename ExecSpace::scratch_memory_space,
-                                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using ScratchView = TeamScratch<ExecSpace, Scalar>;
   return ScratchView::shmem_size(count);
 }
 

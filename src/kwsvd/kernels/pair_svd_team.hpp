@@ -27,28 +27,27 @@ KOKKOS_INLINE_FUNCTION void store_pair_rows(const Member& member, const BlockPai
   });
 }
 
-/// Scratch of one pair-SVD team: X (rows x 2w), the norms (2w), two flags,
-/// and J (2w x 2w) when `j_in_scratch`.
+/// Scratch of one pair-SVD team: X (rows x 2w), J (2w x 2w), the norms (2w)
+/// and two flags.
 template <class ExecSpace, class Scalar>
-std::size_t pair_svd_scratch_bytes(int rows, int w, bool j_in_scratch) {
+std::size_t pair_svd_scratch_bytes(int rows, int w) {
   const std::size_t n = std::size_t(2 * w);
   return scratch_bytes_for<ExecSpace, Scalar>(std::size_t(rows) * n) +
-         (j_in_scratch ? scratch_bytes_for<ExecSpace, Scalar>(n * n) : 0) +
-         scratch_bytes_for<ExecSpace, Scalar>(n) + scratch_bytes_for<ExecSpace, int>(2);
+         scratch_bytes_for<ExecSpace, Scalar>(n * n) + scratch_bytes_for<ExecSpace, Scalar>(n) +
+         scratch_bytes_for<ExecSpace, int>(2);
 }
 
 /// One pair: loads [A_i A_j] (m x 2w, missing columns zero) into X, sets J =
 /// I, runs `sweeps` one-sided Jacobi sweeps on X's columns rotating J's
-/// alongside (fewer when one rotates nothing), and stores X back. The
-/// working matrix is scaled so that its largest entry lies in [1/2, 1), so
-/// its widest column has a squared norm of at least 1/4; columns below
-/// (2w u)^2 / 4 of that are numerically zero (their direction is rounding
-/// noise of earlier updates, and their squared norms underflow for columns
-/// scaled by 1e-150) and are left alone, as the Gram EVD leaves them. J (2w x 2w,
-/// leading dimension 2w) may be in scratch or in memory; d and flags are
-/// scratch for one_sided_jacobi_sweeps. Returns whether any column pair was
-/// rotated. Collective; one team thread per column pair (w) and 1 << log2
-/// vector lanes.
+/// alongside (fewer when one rotates nothing), and stores X back. X, J (2w x
+/// 2w, leading dimension 2w), d and flags are scratch; J is left there for
+/// the caller. The working matrix is scaled so that its largest entry lies in
+/// [1/2, 1), so its widest column has a squared norm of at least 1/4; columns
+/// below (2w u)^2 / 4 of that are numerically zero (their direction is
+/// rounding noise of earlier updates, and their squared norms underflow for
+/// columns scaled by 1e-150) and are left alone, as the Gram EVD leaves them.
+/// Returns whether any column pair was rotated. Collective; one team thread
+/// per column pair (w) and 1 << log2 vector lanes.
 template <class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION bool pair_svd_team(const Member& member, const BlockPairTask<Scalar>& t,
                                           int w, Scalar* X, Scalar* J, Scalar* d, int* flags,

@@ -21,22 +21,19 @@ namespace kwsvd::Impl {
 /// in scratch and w = 16 it wins (64^2 x 100: 2.9 ms against 3.1 ms).
 template <class ExecSpace, class Scalar>
 bool pair_svd_fits(int rows, int w, std::size_t limit) {
-  return w >= 16 && pair_svd_scratch_bytes<ExecSpace, Scalar>(rows, w, true) <= limit;
+  return w >= 16 && pair_svd_scratch_bytes<ExecSpace, Scalar>(rows, w) <= limit;
 }
 
 template <class ExecSpace, class Scalar>
 struct PairSvdFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
-  using ScratchVector = Kokkos::View<Scalar*, typename ExecSpace::scratch_memory_space,
-                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  using FlagVector = Kokkos::View<int*, typename ExecSpace::scratch_memory_space,
-                                  Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using ScratchVector = TeamScratch<ExecSpace, Scalar>;
+  using FlagVector = TeamScratch<ExecSpace, int>;
   const BlockPairTask<Scalar>* tasks;
   const int* mask;  // 1: the matrix is done (seed 002 Design-4)
   int* rotated;     // per matrix: set when the pair rotated
   Scalar* J;        // pair p: (2w)^2 at J + p (2w)^2
   int w, max_rows, log2, sweeps;
-  bool j_in_scratch;
   Scalar tol;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
@@ -46,40 +43,36 @@ struct PairSvdFunctor {
     const int n = 2 * w;
     const std::size_t nn = std::size_t(n) * n;
     ScratchVector X(member.team_scratch(0), std::size_t(max_rows) * n);
-    ScratchVector Js(member.team_scratch(0), j_in_scratch ? nn : 0);
+    ScratchVector Js(member.team_scratch(0), nn);
     ScratchVector d(member.team_scratch(0), std::size_t(n));
     FlagVector flags(member.team_scratch(0), 2);
+    const bool any =
+        pair_svd_team(member, t, w, X.data(), Js.data(), d.data(), flags.data(), log2, tol, sweeps);
     Scalar* const Jt = J + std::size_t(t.pair) * nn;
-    const bool any = pair_svd_team(member, t, w, X.data(), j_in_scratch ? Js.data() : Jt, d.data(),
-                                   flags.data(), log2, tol, sweeps);
-    if (j_in_scratch) {
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, int(nn)),
-                           [&](const int e) { Jt[e] = Js[e]; });
-    }
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, int(nn)),
+                         [&](const int e) { Jt[e] = Js[e]; });
     if (any)
       Kokkos::single(Kokkos::PerTeam(member), [&]() { rotated[t.matrix] = 1; });
   }
 };
 
 /// The pair SVDs of one step: `count` tasks (rows at most max_rows, blocks of
-/// width w), J written at each task's `pair`. `lanes` vector lanes per column
-/// pair (clamped to the backend), `limit` the scratch bytes planned with.
+/// width w, each fitting as pair_svd_fits checked), J written at each task's
+/// `pair`. `lanes` vector lanes per column pair (clamped to the backend).
 template <class ExecSpace, class Scalar>
 void launch_pair_svd(const ExecSpace& exec, const BlockPairTask<Scalar>* tasks, int count,
                      int max_rows, int w, int lanes, const int* mask, int* rotated, Scalar* J,
                      Scalar tol, int sweeps) {
   if (count == 0)
     return;
-  const std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
-  const bool j_in_scratch = pair_svd_scratch_bytes<ExecSpace, Scalar>(max_rows, w, true) <= limit;
   while (lanes > 1 && lanes > vector_length_max<ExecSpace>())
     lanes /= 2;
   int log2 = 0;
   while ((1 << (log2 + 1)) <= lanes)
     ++log2;
-  const PairSvdFunctor<ExecSpace, Scalar> f{tasks, mask,   rotated,      J,  w, max_rows,
-                                            log2,  sweeps, j_in_scratch, tol};
-  const int scratch = int(pair_svd_scratch_bytes<ExecSpace, Scalar>(max_rows, w, j_in_scratch));
+  const PairSvdFunctor<ExecSpace, Scalar> f{tasks,    mask, rotated, J,  w,
+                                            max_rows, log2, sweeps,  tol};
+  const int scratch = int(pair_svd_scratch_bytes<ExecSpace, Scalar>(max_rows, w));
   Kokkos::TeamPolicy<ExecSpace> probe(exec, count, 1, 1 << log2);
   probe.set_scratch_size(0, Kokkos::PerTeam(scratch));
   const int team_max = probe.team_size_max(f, Kokkos::ParallelForTag());

@@ -189,8 +189,7 @@ int tailored_chunk_rows(int w, int max_rows, std::size_t reserved,
 template <class ExecSpace, class Scalar>
 struct PairGramFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
-  using ScratchVector = Kokkos::View<Scalar*, typename ExecSpace::scratch_memory_space,
-                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using ScratchVector = TeamScratch<ExecSpace, Scalar>;
   const BlockPairTask<Scalar>* tasks;
   const PlateSegment* segments;
   const int* team_begin;
@@ -295,8 +294,7 @@ void launch_pair_gram(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& 
 template <class ExecSpace, class Scalar>
 struct PairUpdateFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
-  using ScratchVector = Kokkos::View<Scalar*, typename ExecSpace::scratch_memory_space,
-                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using ScratchVector = TeamScratch<ExecSpace, Scalar>;
   const BlockPairTask<Scalar>* tasks;
   const PlateSegment* segments;
   const int* team_begin;

@@ -63,26 +63,29 @@ int widest_evd_block(std::size_t limit = std::size_t(team_scratch_bytes_max<Exec
 
 /// The block width and tailoring plan of a level whose working matrices
 /// (M >= N each) have these shapes: the engine's choice among widths whose
-/// Gram EVD fits, never wider than half the columns of the widest matrix
-/// (rounded up to even, at least 2). Narrower matrices use narrower blocks
-/// (wcycle_block_width).
+/// Gram EVD fits `limit` bytes of scratch, never wider than half the columns
+/// of the widest matrix (rounded up to even, at least 2); or, when `width` >
+/// 0, the engine's choice among the plans of that width. Narrower matrices
+/// use narrower blocks (wcycle_block_width).
 template <class ExecSpace, class Scalar>
 TailoringPlan plan_wcycle_level(
     const std::vector<MatrixShape>& shapes,
-    std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>())) {
+    std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>()), int width = 0) {
   int max_rows = 1, max_cols = 1;
   for (const auto& s : shapes) {
     max_rows = std::max(max_rows, s.rows);
     max_cols = std::max(max_cols, s.cols);
   }
-  const int w_max = widest_evd_block<ExecSpace, Scalar>(limit);
+  const int w_max = width > 0 ? std::max(width, 8) : widest_evd_block<ExecSpace, Scalar>(limit);
   const int half = std::max(2, ((max_cols + 1) / 2 + 1) / 2 * 2);
   std::vector<TailoringPlan> candidates;
   for (const auto& p : tailoring_candidates(max_rows, w_max))
-    if (p.w <= half)
+    if (width > 0 ? p.w == width : p.w <= half)
       candidates.push_back(p);
-  if (candidates.empty())
-    return {std::min(half, std::max(w_max, 2)), max_rows, 256};
+  if (candidates.empty()) {
+    return width > 0 ? TailoringPlan{width, std::max(8, max_rows), 256}
+                     : TailoringPlan{std::min(half, std::max(w_max, 2)), max_rows, 256};
+  }
   return choose_tailoring_plan(candidates, shapes,
                                active_tuning_parameters(runs_off_host<ExecSpace>()).tlp_threshold);
 }
@@ -93,12 +96,6 @@ TailoringPlan plan_wcycle_level(
 /// still 2w x 2w, its missing columns zero (BlockPairTask).
 inline int wcycle_block_width(int w, int N) {
   return std::max(1, std::min(w, (N + 1) / 2));
-}
-
-/// Round-robin steps of one sweep over N columns in blocks of width w.
-inline int wcycle_steps(int N, int w) {
-  const int blocks = (N + w - 1) / w, even = blocks + (blocks & 1);
-  return blocks > 1 ? even - 1 : 0;
 }
 
 /// Where one working matrix lives in the solver's buffers.
@@ -135,7 +132,6 @@ class WcycleLevelSolver {
     std::vector<WorkGeometry> geometry(shapes.size());
     std::vector<MatrixShape> work(shapes.size());
     std::size_t w_size = 0, v_size = 0;
-    int max_rows = 1;
     for (std::size_t b = 0; b < shapes.size(); ++b) {
       auto& g = geometry[b];
       g.transpose = shapes[b].rows < shapes[b].cols ? 1 : 0;
@@ -147,9 +143,8 @@ class WcycleLevelSolver {
       v_size += std::size_t(g.cols) * g.cols;
       work[b] = {g.rows, g.cols};
       max_cols_ = std::max(max_cols_, g.cols);
-      max_rows = std::max(max_rows, g.rows);
     }
-    plan_levels(work, max_rows, fn);
+    plan_levels(work, fn);
     W_ = Vec<Scalar>("kwsvd::W", std::max<std::size_t>(w_size, 1));
     V_ = Vec<Scalar>("kwsvd::V", std::max<std::size_t>(v_size, 1));
     geometry_ = copy_to_device<memory_space>(geometry, "kwsvd::geometry");
@@ -232,8 +227,7 @@ class WcycleLevelSolver {
     }
 
     // 3. Sigma, U, V and info.
-    using ScratchVector = Kokkos::View<Scalar*, typename ExecSpace::scratch_memory_space,
-                                       Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    using ScratchVector = TeamScratch<ExecSpace, Scalar>;
     Policy finish(exec, batch_, Kokkos::AUTO, lanes);
     finish.set_scratch_size(0, Kokkos::PerTeam(int(ScratchVector::shmem_size(max_cols_))));
     Kokkos::parallel_for(
@@ -279,8 +273,12 @@ class WcycleLevelSolver {
 
   /// Level widths and their GEMM plans: the caller's, or the engine's one
   /// level. Throws on bad SvdOptions::level_widths.
-  void plan_levels(const std::vector<MatrixShape>& work, int max_rows, const char* fn) {
-    const double threshold = active_tuning_parameters(runs_off_host<ExecSpace>()).tlp_threshold;
+  void plan_levels(const std::vector<MatrixShape>& work, const char* fn) {
+    if (options_.block_scratch_bytes < 0) {
+      throw_invalid_argument(fn, "options.block_scratch_bytes",
+                             "must be 0 (the device's limit) or a byte count, got " +
+                                 std::to_string(options_.block_scratch_bytes));
+    }
     const std::size_t device = std::size_t(team_scratch_bytes_max<ExecSpace>());
     limit_ = options_.block_scratch_bytes > 0
                  ? std::min(device, std::size_t(options_.block_scratch_bytes))
@@ -306,12 +304,7 @@ class WcycleLevelSolver {
                 " of 48, 32, 24, 16, 8); got " + format_widths(lw));
       }
       for (int w : lw) {
-        std::vector<TailoringPlan> candidates;
-        for (const auto& p : tailoring_candidates(max_rows, std::max(w, 8)))
-          if (p.w == w)
-            candidates.push_back(p);
-        plans_.push_back(candidates.empty() ? TailoringPlan{w, std::max(8, max_rows), 256}
-                                            : choose_tailoring_plan(candidates, work, threshold));
+        plans_.push_back(plan_wcycle_level<ExecSpace, Scalar>(work, limit_, w));
         widths_.push_back(w);
       }
     }
