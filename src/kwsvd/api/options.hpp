@@ -55,7 +55,7 @@ struct SvdOptions {
   /// Observation 1: the pair's V is its rotation) instead of the Gram GEMM
   /// and EVD. Off by default: on the H200 it was faster only for 64^2 x 100
   /// (2.9 against 3.1 ms) and slower for the Table VI group m, n <= 128
-  /// (19.8 against 12.0 ms); see perf_tests/notes/wcycle.md.
+  /// (16.8 against 11.9 ms); see perf_tests/notes/wcycle.md.
   bool pair_svd = false;
   /// Level-0 scratch bytes per team that the W-cycle plans its groups with
   /// (pair SVD, Gram EVD, the engine's widest block): 0 for the device's
