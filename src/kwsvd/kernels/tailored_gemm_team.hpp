@@ -12,8 +12,16 @@
 // run-time scratch limit. Each team reads its rows of A_i and A_j once; the
 // update applies both halves of J to them (seed 002 Design-3, the fused
 // update), and a per-matrix mask lets converged matrices skip (Design-4).
+//
+// Register tiling: every thread owns a 4 x 4 block of the output. A Gram
+// thread keeps its tile of B in registers for the whole plate (one store per
+// plate, no per-chunk reduction); an update thread computes 4 rows x 4
+// columns of [A_i A_j] J from X and J in scratch. Tile rows are read with
+// 16-byte loads (Packed16). On the H200 this took one sweep's GEMMs of 100
+// matrices of 512^2 (double) from 23.1 to 13.3 ms (perf_tests/notes).
 
 #include <cstddef>
+#include <cstdint>
 
 #include "kwsvd/impl/index_math.hpp"
 #include "kwsvd/impl/kokkos_compat.hpp"
@@ -63,11 +71,6 @@ struct GramTile {
     for (int k = 0; k < gemm_tile * gemm_tile; ++k)
       v[k] = Scalar(0);
   }
-  KOKKOS_INLINE_FUNCTION GramTile& operator+=(const GramTile& o) {
-    for (int k = 0; k < gemm_tile * gemm_tile; ++k)
-      v[k] += o.v[k];
-    return *this;
-  }
 };
 
 /// Number of 4 x 4 tiles in the upper triangle of a (2w) x (2w) Gram.
@@ -103,65 +106,226 @@ KOKKOS_INLINE_FUNCTION void for_pair_entries(const Member& member, const BlockPa
   });
 }
 
+/// Entries each lane of load_pair_entries has in flight: a chunk load is
+/// bound by memory latency, and a lane that issued one load at a time (load,
+/// store, next) kept a multiprocessor's memory pipe mostly idle. 4 is what
+/// the double kernels hold without spilling at their register cap (8 made
+/// no difference on the H200).
+constexpr int pair_load_batch = 4;
+
+/// X[at(r, c)] = entry (r0 + r, c) of the task for r < rows, c < 2w (zero
+/// for missing columns). Like for_pair_entries, lanes walk the matrix along
+/// its smaller stride; each lane first loads pair_load_batch entries spaced
+/// a team-wide slice apart (each load of a warp still contiguous), then
+/// stores them.
+template <class Member, class Scalar, class Index>
+KOKKOS_INLINE_FUNCTION void load_pair_entries(const Member& member, const BlockPairTask<Scalar>& t,
+                                              int w, int r0, int rows, Scalar* X, const Index& at) {
+  const bool rows_fastest = t.row_stride <= t.col_stride;
+  const int cols = 2 * w;
+  const int d = rows_fastest ? rows : cols;
+  const float inv_d = 1.0f / float(d);
+  const int total = rows * cols;
+  const int slices = (total + pair_load_batch - 1) / pair_load_batch;
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, slices), [&](const int b) {
+    Scalar v[pair_load_batch];
+    int dst[pair_load_batch];
+    KWSVD_UNROLL
+    for (int u = 0; u < pair_load_batch; ++u) {
+      const int e = b + u * slices;
+      dst[u] = -1;
+      if (e < total) {
+        const int q = quotient(e, d, inv_d), rem = e - q * d;
+        const int r = rows_fastest ? rem : q;
+        const int c = rows_fastest ? q : rem;
+        const int col = t.column(c, w);
+        dst[u] = at(r, c);
+        v[u] = col >= 0 ? t.data[(r0 + r) * t.row_stride + col * t.col_stride] : Scalar(0);
+      }
+    }
+    KWSVD_UNROLL
+    for (int u = 0; u < pair_load_batch; ++u)
+      if (dst[u] >= 0)
+        X[dst[u]] = v[u];
+  });
+}
+
 /// Copies rows [r0, r0 + rows) of the task's 2w columns into scratch X,
 /// column-major with leading dimension `rows` (zero for missing columns).
 template <class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void load_pair_rows(const Member& member, const BlockPairTask<Scalar>& t,
                                            int w, int r0, int rows, Scalar* X) {
-  for_pair_entries(member, t, w, rows, [&](const int r, const int c, const int col) {
-    X[r + rows * c] = col >= 0 ? t.data[(r0 + r) * t.row_stride + col * t.col_stride] : Scalar(0);
-  });
+  load_pair_entries(member, t, w, r0, rows, X,
+                    [&](const int r, const int c) { return r + rows * c; });
 }
 
-/// The partial Gram of one plate segment: upper 4 x 4 tiles of
-/// X^T X over the segment's rows, written to `partial` (gram_upper_tiles(w)
-/// tiles of 16, tile-major). Chunks accumulate in a fixed order and the lanes'
-/// reduction is a fixed tree, so the result is the same run to run.
-template <class Member, class Scalar>
-KOKKOS_INLINE_FUNCTION void gram_plate_team(const Member& member, const BlockPairTask<Scalar>& t,
-                                            const PlateSegment& seg, int w, int chunk_rows,
-                                            Scalar* X, Scalar* partial) {
-  const int tiles = gram_upper_tiles(w);
-  for (int c0 = 0; c0 < seg.rows; c0 += chunk_rows) {
-    const int rows = seg.rows - c0 < chunk_rows ? seg.rows - c0 : chunk_rows;
-    member.team_barrier();  // the previous chunk is consumed
-    load_pair_rows(member, t, w, seg.row_begin + c0, rows, X);
-    member.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, tiles), [&](const int p) {
-      int P, Q;
-      gram_tile_position(p, P, Q);
-      const Scalar* xp = X + rows * (gemm_tile * P);
-      const Scalar* xq = X + rows * (gemm_tile * Q);
-      GramTile<Scalar> acc;
-      Kokkos::parallel_reduce(
-          Kokkos::ThreadVectorRange(member, rows),
-          [&](const int r, GramTile<Scalar>& sum) {
-            Scalar a[gemm_tile], b[gemm_tile];
-            for (int k = 0; k < gemm_tile; ++k) {
-              a[k] = xp[r + rows * k];
-              b[k] = xq[r + rows * k];
-            }
-            for (int i = 0; i < gemm_tile; ++i)
-              for (int j = 0; j < gemm_tile; ++j)
-                sum.v[i * gemm_tile + j] += a[i] * b[j];
-          },
-          Kokkos::Sum<GramTile<Scalar>>(acc));
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, gemm_tile * gemm_tile),
-                           [&](const int k) {
-                             Scalar* out = partial + gemm_tile * gemm_tile * p + k;
-                             *out = c0 == 0 ? acc.v[k] : *out + acc.v[k];
-                           });
-    });
+/// 16 bytes of scalars, the widest load a GPU thread issues in one
+/// instruction: a tile row of 4 comes in one (float) or two (double) loads
+/// instead of four, which halves or quarters the shared-memory instructions
+/// of the GEMMs' inner loops.
+template <class Scalar>
+struct alignas(16) Packed16 {
+  Scalar v[16 / sizeof(Scalar)];
+};
+
+/// Scalars to request so that a window can start at the next 16-byte
+/// boundary (align16) and still hold n.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION constexpr std::size_t aligned16_extent(std::size_t n) {
+  return n + 16 / sizeof(Scalar);
+}
+
+/// p advanced to the next 16-byte boundary. Pointer arithmetic on p itself
+/// (not a cast back from an integer), so that the compiler still knows p
+/// points into shared memory and emits shared-memory loads.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION Scalar* align16(Scalar* p) {
+  const int offset = int((16 - (reinterpret_cast<std::uintptr_t>(p) & 15)) & 15);
+  return p + offset / int(sizeof(Scalar));
+}
+
+/// out[0..3] = p[0..3], p 16-byte aligned.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION void load_tile_row(const Scalar* p, Scalar (&out)[gemm_tile]) {
+  constexpr int per = int(16 / sizeof(Scalar));
+  const Packed16<Scalar>* q = reinterpret_cast<const Packed16<Scalar>*>(p);
+  KWSVD_UNROLL
+  for (int h = 0; h < gemm_tile / per; ++h) {
+    const Packed16<Scalar> v = q[h];
+    KWSVD_UNROLL
+    for (int k = 0; k < per; ++k)
+      out[h * per + k] = v.v[k];
   }
 }
 
-/// The fused update of one plate segment: rows of [A_i A_j] <- rows of
-/// [A_i A_j] J, J (2w x 2w, column-major, leading dimension 2w) read from
-/// `Js` (scratch when it fits, else memory). Each item computes a 4 x 4 block
-/// of the output (4 rows, 4 columns) from the rows' 2w inputs: 8 scratch
-/// loads per 16 FMAs. Items run row-block-fastest so that the X loads of a
-/// warp are contiguous and its J loads are broadcasts.
+/// Leading dimension of a Gram chunk row in scratch: 2w + 4, a multiple of
+/// 4 scalars so that every tile row starts on a 16-byte boundary.
+KOKKOS_INLINE_FUNCTION constexpr int gram_chunk_ld(int w) {
+  return 2 * w + gemm_tile;
+}
+
+/// Copies rows [r0, r0 + rows) of the task's 2w columns into scratch X for
+/// the Gram, row-major (row r at X + r * gram_chunk_ld(w)): a tile row of a
+/// matrix row is then 4 consecutive scalars, one or two vector loads.
 template <class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void load_gram_chunk(const Member& member, const BlockPairTask<Scalar>& t,
+                                            int w, int r0, int rows, Scalar* X) {
+  const int ld = gram_chunk_ld(w);
+  load_pair_entries(member, t, w, r0, rows, X,
+                    [&](const int r, const int c) { return r * ld + c; });
+}
+
+/// acc += X(rows [r_begin, r_end), tile row P)^T X(same rows, tile row Q)
+/// on a chunk laid out by load_gram_chunk: 16 FMAs per two tile-row loads.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION void gram_tile_rows(const Scalar* X, int w, int P, int Q, int r_begin,
+                                           int r_end, GramTile<Scalar>& acc) {
+  const int ld = gram_chunk_ld(w);
+  const Scalar* xp = X + r_begin * ld + gemm_tile * P;
+  const Scalar* xq = X + r_begin * ld + gemm_tile * Q;
+  for (int r = r_begin; r < r_end; ++r, xp += ld, xq += ld) {
+    Scalar a[gemm_tile], b[gemm_tile];
+    load_tile_row(xp, a);
+    load_tile_row(xq, b);
+    KWSVD_UNROLL
+    for (int i = 0; i < gemm_tile; ++i)
+      KWSVD_UNROLL
+    for (int j = 0; j < gemm_tile; ++j)
+      acc.v[i * gemm_tile + j] += a[i] * b[j];
+  }
+}
+
+/// The partial Grams of one plate segment. Work item (p, g), p < tiles and
+/// g < groups, owns upper 4 x 4 tile p and row group g: the g-th of `groups`
+/// equal runs of every chunk's rows. Partial slot g of the plate (`partial`
+/// + g gram_upper_tiles(w) 16) receives row group g's tiles; the scheduler
+/// sums the slots in a fixed order, so the result is the same run to run.
+///
+/// ItemPerThread (GPU backends, team of tiles x groups threads): thread
+/// `rank` owns item `rank` and keeps its tile in registers across every
+/// chunk of the segment, so the segment costs one store per tile and no
+/// reduction. Otherwise (host backends, whose teams are small) the team's
+/// threads take the items in turn and accumulate them in `partial`.
+template <bool ItemPerThread, class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void gram_plate_team(const Member& member, const BlockPairTask<Scalar>& t,
+                                            const PlateSegment& seg, int w, int chunk_rows,
+                                            int groups, Scalar* X, Scalar* partial) {
+  constexpr int tile_size = gemm_tile * gemm_tile;
+  const int tiles = gram_upper_tiles(w), items = tiles * groups;
+  const std::size_t slot_size = std::size_t(tiles) * tile_size;
+  const int rank = member.team_rank();
+  const int own_p = rank % tiles, own_g = rank / tiles;
+  int own_P, own_Q;
+  gram_tile_position(own_p, own_P, own_Q);
+  GramTile<Scalar> own;
+  for (int c0 = 0; c0 < seg.rows; c0 += chunk_rows) {
+    const int rows = seg.rows - c0 < chunk_rows ? seg.rows - c0 : chunk_rows;
+    const int group_rows = (rows + groups - 1) / groups;
+    member.team_barrier();  // the previous chunk is consumed
+    load_gram_chunk(member, t, w, seg.row_begin + c0, rows, X);
+    member.team_barrier();
+    if constexpr (ItemPerThread) {
+      const int r_begin = own_g * group_rows;
+      if (rank < items)
+        gram_tile_rows(X, w, own_P, own_Q, r_begin,
+                       r_begin + group_rows < rows ? r_begin + group_rows : rows, own);
+    } else {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, items), [&](const int item) {
+        const int p = item % tiles, g = item / tiles;
+        int P, Q;
+        gram_tile_position(p, P, Q);
+        GramTile<Scalar> acc;
+        const int r_begin = g * group_rows;
+        gram_tile_rows(X, w, P, Q, r_begin,
+                       r_begin + group_rows < rows ? r_begin + group_rows : rows, acc);
+        Scalar* out = partial + g * slot_size + std::size_t(p) * tile_size;
+        for (int k = 0; k < tile_size; ++k)
+          out[k] = c0 == 0 ? acc.v[k] : out[k] + acc.v[k];
+      });
+    }
+  }
+  if (ItemPerThread && rank < items) {
+    Scalar* out = partial + own_g * slot_size + std::size_t(own_p) * tile_size;
+    for (int k = 0; k < tile_size; ++k)
+      out[k] = own.v[k];
+  }
+}
+
+/// Row blocks of one update chunk that the threads of a warp share a column
+/// group over: 8 row blocks per group, 4 groups per warp, so that a warp's
+/// X loads are 8 consecutive scalars and its J loads 4 consecutive tile rows.
+constexpr int update_lane_blocks = 8;
+
+/// Work items of an update chunk of `rows` rows: 4-row blocks, rounded up to
+/// whole lane runs, times the 2w / 4 column groups.
+KOKKOS_INLINE_FUNCTION constexpr int update_chunk_items(int rows, int w) {
+  return ((rows + gemm_tile - 1) / gemm_tile + update_lane_blocks - 1) / update_lane_blocks *
+         update_lane_blocks * (2 * w / gemm_tile);
+}
+
+/// Copies J (2w x 2w, column-major) into scratch Jt transposed (row k of J
+/// at Jt + 2w k, 16-byte aligned), so that an update item reads the 4
+/// entries of its column group in row k with one or two vector loads.
+template <class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void load_update_rotation(const Member& member, const Scalar* J, int w,
+                                                 Scalar* Jt) {
+  const int n = 2 * w;
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n * n), [&](const int e) {
+    const int c = e / n, k = e - c * n;
+    Jt[k * n + c] = J[e];
+  });
+}
+
+/// The fused update of one plate segment: rows of [A_i A_j] <- rows of
+/// [A_i A_j] J. JInScratch: J was copied by load_update_rotation into Js;
+/// otherwise Js is J itself in memory (column-major, read through the
+/// cache). Each chunk of rows is loaded once into X (column-major, leading
+/// dimension the chunk's rows) and both halves of J are applied to it (seed
+/// 002 Design-3). Item (row block b, column group g) computes rows
+/// b + i B (i < 4, B the chunk's row blocks; a warp's threads take
+/// consecutive rows, so its stores are contiguous) of output columns
+/// 4g..4g+3.
+template <bool JInScratch, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void update_plate_team(const Member& member, const BlockPairTask<Scalar>& t,
                                               const PlateSegment& seg, int w, int chunk_rows,
                                               const Scalar* Js, Scalar* X) {
@@ -172,51 +336,58 @@ KOKKOS_INLINE_FUNCTION void update_plate_team(const Member& member, const BlockP
     member.team_barrier();  // the previous chunk is written back
     load_pair_rows(member, t, w, seg.row_begin + c0, rows, X);
     member.team_barrier();
-    const float inv_blocks = 1.0f / float(row_blocks);
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, row_blocks * groups), [&](const int e) {
-      const int g = quotient(e, row_blocks, inv_blocks), rb = e - g * row_blocks;
-      // The item's rows are rb + i row_blocks, so that the threads of a warp
-      // read consecutive rows (no bank conflicts); rows past the chunk
-      // repeat its last row (read, never written).
-      int r[gemm_tile];
-      for (int i = 0; i < gemm_tile; ++i) {
-        const int ri = rb + i * row_blocks;
-        r[i] = ri < rows ? ri : rows - 1;
-      }
-      Scalar out[gemm_tile][gemm_tile] = {};
-      const Scalar* jcol = Js + std::size_t(cols) * (gemm_tile * g);
-      for (int k = 0; k < cols; ++k) {
-        Scalar x[gemm_tile], j[gemm_tile];
-        for (int i = 0; i < gemm_tile; ++i) {
-          x[i] = X[r[i] + rows * k];
-          j[i] = jcol[k + cols * i];
-        }
-        for (int i = 0; i < gemm_tile; ++i)
-          for (int q = 0; q < gemm_tile; ++q)
-            out[i][q] += x[i] * j[q];
-      }
-      for (int q = 0; q < gemm_tile; ++q) {
-        const int col = t.column(gemm_tile * g + q, w);
-        if (col < 0)
-          continue;
-        for (int i = 0; i < gemm_tile; ++i)
-          if (rb + i * row_blocks < rows) {
-            const std::ptrdiff_t row = seg.row_begin + c0 + rb + i * row_blocks;
-            t.data[row * t.row_stride + col * t.col_stride] = out[i][q];
+    Kokkos::parallel_for(
+        Kokkos::TeamThreadRange(member, update_chunk_items(rows, w)), [&](const int e) {
+          // Lane-fastest: update_lane_blocks consecutive row blocks of one
+          // column group, then the next group, then the next lane run.
+          const int lane = e % update_lane_blocks, run = e / update_lane_blocks;
+          const int g = run % groups;
+          const int rb = (run / groups) * update_lane_blocks + lane;
+          if (rb >= row_blocks)
+            return;
+          int r[gemm_tile];
+          KWSVD_UNROLL
+          for (int i = 0; i < gemm_tile; ++i) {
+            const int ri = rb + i * row_blocks;
+            r[i] = ri < rows ? ri : rows - 1;  // past the chunk: repeat its last row, never write
           }
-      }
-    });
+          Scalar out[gemm_tile][gemm_tile] = {};
+          // Pointers advanced by one column of X and one row of J a step
+          // (no index arithmetic in the loop).
+          const Scalar* xk = X;
+          const Scalar* jk = JInScratch ? Js + gemm_tile * g : Js + cols * (gemm_tile * g);
+          for (int k = 0; k < cols; ++k, xk += rows) {
+            Scalar x[gemm_tile], j[gemm_tile];
+            KWSVD_UNROLL
+            for (int i = 0; i < gemm_tile; ++i)
+              x[i] = xk[r[i]];
+            if constexpr (JInScratch) {
+              load_tile_row(jk, j);
+              jk += cols;
+            } else {
+              KWSVD_UNROLL
+              for (int q = 0; q < gemm_tile; ++q)
+                j[q] = jk[cols * q];
+              ++jk;
+            }
+            KWSVD_UNROLL
+            for (int i = 0; i < gemm_tile; ++i)
+              KWSVD_UNROLL
+            for (int q = 0; q < gemm_tile; ++q)
+              out[i][q] += x[i] * j[q];
+          }
+          for (int q = 0; q < gemm_tile; ++q) {
+            const int col = t.column(gemm_tile * g + q, w);
+            if (col < 0)
+              continue;
+            for (int i = 0; i < gemm_tile; ++i)
+              if (rb + i * row_blocks < rows) {
+                const std::ptrdiff_t row = seg.row_begin + c0 + rb + i * row_blocks;
+                t.data[row * t.row_stride + col * t.col_stride] = out[i][q];
+              }
+          }
+        });
   }
 }
 
 }  // namespace kwsvd::Impl
-
-namespace Kokkos {
-// Identity of the Gram tile under Sum, for the lanes' reduction.
-template <class Scalar>
-struct reduction_identity<kwsvd::Impl::GramTile<Scalar>> {
-  KOKKOS_FORCEINLINE_FUNCTION static kwsvd::Impl::GramTile<Scalar> sum() {
-    return kwsvd::Impl::GramTile<Scalar>();
-  }
-};
-}  // namespace Kokkos

@@ -119,12 +119,26 @@ struct TailoredGemmWork {
   int teams = 0, tasks = 0, partials = 0;
   int w = 0, max_segment_rows = 0;
   int team_threads = 0;
+  int gram_groups = 1;  ///< row groups of a Gram team (partial slots per plate)
 };
 
+/// Row groups of a Gram team on a GPU: as many as the plan's T threads hold
+/// at one thread per upper tile, at most 4 (each adds a partial slot per
+/// plate to the cross-plate sum). Host backends run small teams, so 1.
+template <class ExecSpace>
+int tailored_gram_groups(int w, int team_threads) {
+  if (!runs_off_host<ExecSpace>())
+    return 1;
+  return std::max(1, std::min(4, team_threads / gram_upper_tiles(w)));
+}
+
 /// Plans a level: its tasks' row counts and the tailoring plan. Allocates.
+/// `gram_groups` > 0 sets the Gram's row groups (tests run the GPU's split
+/// on host backends); 0 lets tailored_gram_groups choose.
 template <class ExecSpace>
 TailoredGemmWork<ExecSpace> make_tailored_gemm_work(const std::vector<int>& task_rows,
-                                                    const TailoringPlan& plan) {
+                                                    const TailoringPlan& plan,
+                                                    int gram_groups = 0) {
   constexpr const char* fn = "kwsvd::Impl::make_tailored_gemm_work";
   if (plan.w < gemm_tile / 2 || (2 * plan.w) % gemm_tile != 0) {
     throw_invalid_argument(fn, "plan.w",
@@ -142,6 +156,8 @@ TailoredGemmWork<ExecSpace> make_tailored_gemm_work(const std::vector<int>& task
   work.partials = layout.partial_begin.back();
   work.w = plan.w;
   work.team_threads = plan.team_threads;
+  work.gram_groups =
+      gram_groups > 0 ? gram_groups : tailored_gram_groups<ExecSpace>(plan.w, plan.team_threads);
   for (const auto& s : layout.segments)
     work.max_segment_rows = std::max(work.max_segment_rows, s.rows);
   using Space = typename TailoredGemmWork<ExecSpace>::memory_space;
@@ -152,41 +168,87 @@ TailoredGemmWork<ExecSpace> make_tailored_gemm_work(const std::vector<int>& task
 }
 
 /// Scalars of partial-Gram workspace a level needs (one set of upper tiles
-/// per plate).
+/// per plate and row group).
 template <class ExecSpace>
 std::size_t tailored_gram_partial_size(const TailoredGemmWork<ExecSpace>& work) {
-  return std::size_t(work.partials) * gram_upper_tiles(work.w) * gemm_tile * gemm_tile;
+  return std::size_t(work.partials) * work.gram_groups * gram_upper_tiles(work.w) * gemm_tile *
+         gemm_tile;
 }
 
-/// Scratch an update team aims for: small enough that several teams share an
-/// SM (a team alternates loading a chunk and computing on it, and other
-/// teams fill those gaps). The Gram takes all the device allows: each of its
-/// chunks ends with a read-modify-write of the plate's partial tiles, so
-/// fewer, longer chunks win there (measured on the H200, perf_tailored_gemm).
-constexpr std::size_t tailored_update_scratch_target = 24 * 1024;
+/// Scratch a Gram team aims for. Its tiles stay in registers for the whole
+/// plate, so chunk length only sets how often the team synchronizes; a
+/// moderate chunk leaves room for several teams per multiprocessor, whose
+/// loads and arithmetic overlap.
+constexpr std::size_t tailored_gram_scratch_target = 24 * 1024;
 
-/// Rows per scratch chunk: as many as fit next to `reserved` bytes within
-/// `target` (or within the device limit when not even one row fits the
-/// target), at most the longest segment; 0 when not even one row fits.
+/// Longest update chunk: 32 row blocks per column group.
+constexpr int tailored_update_chunk_max = 128;
+
+/// Scratch of a Gram team with chunks of `rows` rows (16-byte aligned).
 template <class ExecSpace, class Scalar>
-int tailored_chunk_rows(int w, int max_rows, std::size_t reserved,
-                        std::size_t target = std::size_t(-1)) {
+std::size_t tailored_gram_scratch_bytes(int w, int rows) {
+  return scratch_bytes_for<ExecSpace, Scalar>(
+      aligned16_extent<Scalar>(std::size_t(gram_chunk_ld(w)) * std::size_t(rows)));
+}
+
+/// Scratch of J transposed in an update team (16-byte aligned).
+template <class ExecSpace, class Scalar>
+std::size_t tailored_update_j_bytes(int w) {
+  return scratch_bytes_for<ExecSpace, Scalar>(
+      aligned16_extent<Scalar>(std::size_t(2 * w) * std::size_t(2 * w)));
+}
+
+/// Rows of a Gram chunk: as many as fit the target (or the device limit
+/// when not even one row fits the target), at most the longest segment; 0
+/// when not even one row fits the device.
+template <class ExecSpace, class Scalar>
+int tailored_gram_chunk_rows(int w, int max_rows) {
   const std::size_t device_limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
-  const std::size_t cols = std::size_t(2 * w);
-  std::size_t limit = std::min(device_limit, target);
-  if (reserved + scratch_bytes_for<ExecSpace, Scalar>(cols) > limit)
+  std::size_t limit = std::min(device_limit, tailored_gram_scratch_target);
+  if (tailored_gram_scratch_bytes<ExecSpace, Scalar>(w, 1) > limit)
     limit = device_limit;
-  if (reserved + scratch_bytes_for<ExecSpace, Scalar>(cols) > limit)
+  if (tailored_gram_scratch_bytes<ExecSpace, Scalar>(w, 1) > limit)
     return 0;
-  const std::size_t fit = (limit - reserved) / (cols * sizeof(Scalar));
-  int rows = int(std::min<std::size_t>(std::size_t(std::max(1, max_rows)), fit));
-  // shmem_size adds alignment padding: step back until the request fits.
-  while (rows > 1 && reserved + scratch_bytes_for<ExecSpace, Scalar>(cols * rows) > limit)
+  int rows = int(std::min<std::size_t>(std::size_t(std::max(1, max_rows)),
+                                       limit / (std::size_t(gram_chunk_ld(w)) * sizeof(Scalar))));
+  // Alignment padding: step back until the request fits.
+  while (rows > 1 && tailored_gram_scratch_bytes<ExecSpace, Scalar>(w, rows) > limit)
     --rows;
   return rows;
 }
 
+/// Rows of an update chunk next to `reserved` bytes (J in scratch, or 0):
+/// a multiple of the 4 * update_lane_blocks rows a lane run covers, at most
+/// tailored_update_chunk_max, or the longest segment when that is shorter;
+/// 0 when not even one row fits.
 template <class ExecSpace, class Scalar>
+int tailored_update_chunk_rows(int w, int max_rows, std::size_t reserved) {
+  const std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
+  const std::size_t row = std::size_t(2 * w);
+  const auto fits = [&](int rows) {
+    return reserved + scratch_bytes_for<ExecSpace, Scalar>(row * std::size_t(rows)) <= limit;
+  };
+  const int run = gemm_tile * update_lane_blocks;
+  int rows = std::min(std::max(1, max_rows), tailored_update_chunk_max);
+  if (rows > run)
+    rows = rows / run * run;  // whole lane runs
+  while (rows > run && !fits(rows))
+    rows -= run;
+  while (rows > 1 && !fits(rows))
+    --rows;
+  return fits(rows) ? rows : 0;
+}
+
+/// Team policy of both GEMMs: a register cap that lets several teams share
+/// a multiprocessor (uncapped, the double kernels took 96 registers, two
+/// Gram teams fit, and both waited on shared-memory latency). 64 registers
+/// hold a float 4 x 4 tile with its loads; a double one needs 80 (at 64
+/// ptxas spills). Teams up to 384 (double) or 512 (float) threads.
+template <class ExecSpace, class Scalar>
+using TailoredGemmPolicy =
+    Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<(sizeof(Scalar) > 4 ? 384 : 512), 2>>;
+
+template <class ExecSpace, class Scalar, bool ItemPerThread>
 struct PairGramFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using ScratchVector = TeamScratch<ExecSpace, Scalar>;
@@ -195,18 +257,21 @@ struct PairGramFunctor {
   const int* team_begin;
   const int* mask;  // may be null
   Scalar* partial;
-  int w, chunk_rows;
+  int w, chunk_rows, groups;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
-    ScratchVector X(member.team_scratch(0), std::size_t(2 * w) * chunk_rows);
-    const std::size_t slot_size = std::size_t(gram_upper_tiles(w)) * gemm_tile * gemm_tile;
+    ScratchVector Xv(member.team_scratch(0),
+                     aligned16_extent<Scalar>(std::size_t(gram_chunk_ld(w)) * chunk_rows));
+    Scalar* const X = align16(Xv.data());
+    const std::size_t plate_size =
+        std::size_t(groups) * gram_upper_tiles(w) * gemm_tile * gemm_tile;
     for (int s = team_begin[member.league_rank()]; s < team_begin[member.league_rank() + 1]; ++s) {
       const PlateSegment seg = segments[s];
       const BlockPairTask<Scalar> task = tasks[seg.task];
       if (mask != nullptr && mask[task.matrix] != 0)
         continue;  // a converged matrix: nothing to compute (seed 002 Design-4)
-      gram_plate_team(member, task, seg, w, chunk_rows, X.data(),
-                      partial + seg.partial * slot_size);
+      gram_plate_team<ItemPerThread>(member, task, seg, w, chunk_rows, groups, X,
+                                     partial + seg.partial * plate_size);
     }
   }
 };
@@ -218,7 +283,7 @@ struct PairGramReduceFunctor {
   const int* mask;
   const Scalar* partial;
   Scalar* B;  // task t: column-major (2w) x (2w) at B + t (2w)^2
-  int w;
+  int w, groups;
 
   KOKKOS_INLINE_FUNCTION void operator()(const std::size_t e) const {
     const int n = 2 * w;
@@ -237,9 +302,10 @@ struct PairGramReduceFunctor {
     const int tile = Q * (Q + 1) / 2 + P;
     const int k = (a - P * gemm_tile) * gemm_tile + (b - Q * gemm_tile);
     const std::size_t slot_size = std::size_t(gram_upper_tiles(w)) * gemm_tile * gemm_tile;
-    Scalar sum = 0;  // plates in a fixed order: the same sum run to run
-    for (int p = partial_begin[t]; p < partial_begin[t + 1]; ++p)
-      sum += partial[p * slot_size + std::size_t(tile) * gemm_tile * gemm_tile + k];
+    const std::size_t at = std::size_t(tile) * gemm_tile * gemm_tile + k;
+    Scalar sum = 0;  // plates and row groups in a fixed order: the same sum run to run
+    for (int p = partial_begin[t] * groups; p < partial_begin[t + 1] * groups; ++p)
+      sum += partial[p * slot_size + at];
     B[e] = sum;
   }
 };
@@ -257,41 +323,47 @@ void launch_pair_gram(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& 
     return;
   const int w = work.w;
   if (work.teams > 0) {
-    const int chunk = tailored_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows, 0);
+    const int chunk = tailored_gram_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows);
     if (chunk < 1) {
       throw_invalid_argument("kwsvd::Impl::launch_pair_gram", "work.w",
                              "= " + std::to_string(w) + ": one row of the pair does not fit the " +
                                  "level-0 scratch of " + ExecSpace::name());
     }
-    int lanes = 8;
-    while (lanes > 1 && lanes > vector_length_max<ExecSpace>())
-      lanes /= 2;
-    Kokkos::TeamPolicy<ExecSpace> probe(exec, work.teams, 1, lanes);
-    const std::size_t scratch = scratch_bytes_for<ExecSpace, Scalar>(std::size_t(2 * w) * chunk);
+    const std::size_t scratch = tailored_gram_scratch_bytes<ExecSpace, Scalar>(w, chunk);
+    const int items = gram_upper_tiles(w) * work.gram_groups;
+    const PairGramFunctor<ExecSpace, Scalar, true> one_item{
+        tasks, work.segments.data(), work.team_begin.data(), mask, partial, w,
+        chunk, work.gram_groups};
+    TailoredGemmPolicy<ExecSpace, Scalar> probe(exec, work.teams, 1, 1);
     probe.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
-    const PairGramFunctor<ExecSpace, Scalar> f{
-        tasks, work.segments.data(), work.team_begin.data(), mask, partial, w, chunk};
-    const int team_max = probe.team_size_max(f, Kokkos::ParallelForTag());
-    // One team thread per tile, in as few equal rounds as the plan's T
-    // allows (36 tiles on 32 threads would take two rounds, the second
-    // nearly idle; 18 threads take two full ones).
-    const int tiles = gram_upper_tiles(w);
-    const int cap = std::max(1, std::min(work.team_threads / lanes, team_max));
-    const int rounds = (tiles + cap - 1) / cap;
-    const int team = (tiles + rounds - 1) / rounds;
-    Kokkos::TeamPolicy<ExecSpace> policy(exec, work.teams, team, lanes);
-    policy.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
-    Kokkos::parallel_for("kwsvd::tailored_gram", policy, f);
+    const int team_max = probe.team_size_max(one_item, Kokkos::ParallelForTag());
+    if (items <= team_max) {
+      // One thread per (tile, row group) item: every tile stays in
+      // registers for the whole plate.
+      TailoredGemmPolicy<ExecSpace, Scalar> policy(exec, work.teams, items, 1);
+      policy.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
+      Kokkos::parallel_for("kwsvd::tailored_gram", policy, one_item);
+    } else {
+      const PairGramFunctor<ExecSpace, Scalar, false> shared_items{
+          tasks, work.segments.data(), work.team_begin.data(), mask, partial, w,
+          chunk, work.gram_groups};
+      const int team =
+          std::max(1, std::min(items, probe.team_size_max(shared_items, Kokkos::ParallelForTag())));
+      TailoredGemmPolicy<ExecSpace, Scalar> policy(exec, work.teams, team, 1);
+      policy.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
+      Kokkos::parallel_for("kwsvd::tailored_gram_items_in_memory", policy, shared_items);
+    }
   }
   const std::size_t n2 = std::size_t(2 * w) * std::size_t(2 * w);
-  Kokkos::parallel_for("kwsvd::tailored_gram_reduce",
-                       Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::size_t>>(
-                           exec, 0, std::size_t(work.tasks) * n2),
-                       PairGramReduceFunctor<ExecSpace, Scalar>{tasks, work.partial_begin.data(),
-                                                                mask, partial, B, w});
+  Kokkos::parallel_for(
+      "kwsvd::tailored_gram_reduce",
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::size_t>>(exec, 0,
+                                                                     std::size_t(work.tasks) * n2),
+      PairGramReduceFunctor<ExecSpace, Scalar>{tasks, work.partial_begin.data(), mask, partial, B,
+                                               w, work.gram_groups});
 }
 
-template <class ExecSpace, class Scalar>
+template <class ExecSpace, class Scalar, bool JInScratch>
 struct PairUpdateFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using ScratchVector = TeamScratch<ExecSpace, Scalar>;
@@ -301,32 +373,43 @@ struct PairUpdateFunctor {
   const int* mask;
   const Scalar* J;  // pair p: column-major (2w) x (2w) at J + p (2w)^2
   int w, chunk_rows;
-  bool j_in_scratch;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const int n = 2 * w;
     const std::size_t nn = std::size_t(n) * n;
     // Carved as launch_pair_update sized them.
     ScratchVector Xv(member.team_scratch(0), std::size_t(n) * chunk_rows);
-    ScratchVector Jv(member.team_scratch(0), j_in_scratch ? nn : 0);
+    ScratchVector Jv(member.team_scratch(0), JInScratch ? aligned16_extent<Scalar>(nn) : 0);
     Scalar* const X = Xv.data();
-    Scalar* const Js = Jv.data();
+    Scalar* const Js = JInScratch ? align16(Jv.data()) : nullptr;
     for (int s = team_begin[member.league_rank()]; s < team_begin[member.league_rank() + 1]; ++s) {
       const PlateSegment seg = segments[s];
       const BlockPairTask<Scalar> task = tasks[seg.task];
       if (mask != nullptr && mask[task.matrix] != 0)
         continue;
       const Scalar* Jt = J + std::size_t(task.pair) * nn;
-      if (j_in_scratch) {
+      if constexpr (JInScratch) {
         member.team_barrier();  // the previous segment is done with Js
-        Kokkos::parallel_for(Kokkos::TeamVectorRange(member, int(nn)),
-                             [&](const int e) { Js[e] = Jt[e]; });
+        load_update_rotation(member, Jt, w, Js);
         // update_plate_team's first barrier orders these stores before use.
+        update_plate_team<true>(member, task, seg, w, chunk_rows, Js, X);
+      } else {
+        update_plate_team<false>(member, task, seg, w, chunk_rows, Jt, X);
       }
-      update_plate_team(member, task, seg, w, chunk_rows, j_in_scratch ? Js : Jt, X);
     }
   }
 };
+
+template <class ExecSpace, class Scalar, class Functor>
+void launch_update_teams(const ExecSpace& exec, int teams, int items, std::size_t scratch,
+                         const Functor& f) {
+  TailoredGemmPolicy<ExecSpace, Scalar> probe(exec, teams, 1, 1);
+  probe.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
+  const int team = std::max(1, std::min(items, probe.team_size_max(f, Kokkos::ParallelForTag())));
+  TailoredGemmPolicy<ExecSpace, Scalar> policy(exec, teams, team, 1);
+  policy.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
+  Kokkos::parallel_for("kwsvd::tailored_update", policy, f);
+}
 
 /// [A_i A_j] <- [A_i A_j] J_{task.pair} for every task of a level (A's pairs
 /// and V's pairs may share one launch), one plate per team; masked tasks are
@@ -337,30 +420,33 @@ void launch_pair_update(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>
   if (work.tasks == 0 || work.teams == 0)
     return;
   const int w = work.w;
-  const std::size_t j_bytes =
-      scratch_bytes_for<ExecSpace, Scalar>(std::size_t(2 * w) * std::size_t(2 * w));
-  // J in scratch when a useful chunk of rows still fits beside it.
-  constexpr std::size_t target = tailored_update_scratch_target;
-  int chunk = tailored_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows, j_bytes, target);
-  bool j_in_scratch = chunk >= std::min(32, std::max(1, work.max_segment_rows));
+  const std::size_t j_bytes = tailored_update_j_bytes<ExecSpace, Scalar>(w);
+  // J in scratch when a lane run of rows (or the whole segment) still fits
+  // beside it; else J is read from memory (cached) and X takes the scratch.
+  int chunk = tailored_update_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows, j_bytes);
+  const bool j_in_scratch =
+      chunk >= std::min(gemm_tile * update_lane_blocks, std::max(1, work.max_segment_rows));
   if (!j_in_scratch)
-    chunk = tailored_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows, 0, target);
+    chunk = tailored_update_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows, 0);
   if (chunk < 1) {
     throw_invalid_argument("kwsvd::Impl::launch_pair_update", "work.w",
                            "= " + std::to_string(w) + ": one row of the pair does not fit the " +
                                "level-0 scratch of " + ExecSpace::name());
   }
-  const std::size_t scratch = scratch_bytes_for<ExecSpace, Scalar>(std::size_t(2 * w) * chunk) +
-                              (j_in_scratch ? j_bytes : 0);
-  const PairUpdateFunctor<ExecSpace, Scalar> f{
-      tasks, work.segments.data(), work.team_begin.data(), mask, J, w, chunk, j_in_scratch};
-  Kokkos::TeamPolicy<ExecSpace> probe(exec, work.teams, 1, 1);
-  probe.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
-  const int team_max = probe.team_size_max(f, Kokkos::ParallelForTag());
-  const int team = std::max(1, std::min(work.team_threads, team_max));
-  Kokkos::TeamPolicy<ExecSpace> policy(exec, work.teams, team, 1);
-  policy.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
-  Kokkos::parallel_for("kwsvd::tailored_update", policy, f);
+  const std::size_t x_bytes = scratch_bytes_for<ExecSpace, Scalar>(std::size_t(2 * w) * chunk);
+  // One thread per item of a full chunk.
+  const int items = update_chunk_items(chunk, w);
+  if (j_in_scratch) {
+    launch_update_teams<ExecSpace, Scalar>(
+        exec, work.teams, items, x_bytes + j_bytes,
+        PairUpdateFunctor<ExecSpace, Scalar, true>{tasks, work.segments.data(),
+                                                   work.team_begin.data(), mask, J, w, chunk});
+  } else {
+    launch_update_teams<ExecSpace, Scalar>(
+        exec, work.teams, items, x_bytes,
+        PairUpdateFunctor<ExecSpace, Scalar, false>{tasks, work.segments.data(),
+                                                    work.team_begin.data(), mask, J, w, chunk});
+  }
 }
 
 }  // namespace kwsvd::Impl
