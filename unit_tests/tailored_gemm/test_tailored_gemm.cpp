@@ -185,14 +185,23 @@ TYPED_TEST(TailoredGemm, FusedUpdateMatchesReferenceForEveryWidth) {
           jh(t * n2 * n2 + e) = r[std::size_t(e)];
       }
       Kokkos::deep_copy(J, jh);
-      // Matrix 2 is masked (converged): it must come back untouched.
+      // Matrix 2 is masked (converged), and pair 1 does not rotate (J = I,
+      // here a random J that must not be applied): both must come back
+      // untouched.
       const auto mask = mask_of(level.rows.size(), 2);
+      const auto still = mask_of(level.tasks.size(), 1);
+      Kokkos::View<int*> rotates("rotates", level.tasks.size());
+      auto rh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), still);
+      for (std::size_t t = 0; t < rh.size(); ++t)
+        rh(t) = 1 - rh(t);
+      Kokkos::deep_copy(rotates, rh);
       auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(level.task_rows(), {w, delta, 128});
-      kwsvd::Impl::launch_pair_update(Exec(), work, level.tasks_d.data(), mask.data(), J.data());
+      kwsvd::Impl::launch_pair_update(Exec(), work, level.tasks_d.data(), mask.data(), J.data(),
+                                      rotates.data());
       auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), level.A);
       for (std::size_t t = 0; t < level.tasks.size(); ++t) {
         const auto& task = level.tasks[t];
-        const bool masked = task.matrix == 2;
+        const bool masked = task.matrix == 2 || t == 1;
         for (int c = 0; c < n2; ++c) {
           const int col = task.column(c, w);
           if (col < 0)
@@ -208,7 +217,7 @@ TYPED_TEST(TailoredGemm, FusedUpdateMatchesReferenceForEveryWidth) {
             const double tol = 2 * kwsvd::test::gamma<T>(n2);
             ASSERT_LE(std::abs(double(h(task.matrix, r, col)) - ref), tol * mag)
                 << "w " << w << " delta " << delta << " task " << t << " row " << r << " col "
-                << col << (masked ? " (masked)" : "");
+                << col << (masked ? " (masked or not rotating)" : "");
           }
         }
       }

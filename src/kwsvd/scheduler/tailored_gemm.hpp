@@ -371,7 +371,8 @@ struct PairUpdateFunctor {
   const PlateSegment* segments;
   const int* team_begin;
   const int* mask;
-  const Scalar* J;  // pair p: column-major (2w) x (2w) at J + p (2w)^2
+  const int* pair_rotates;  // may be null; pair_rotates[p] == 0: J_p = I, nothing to do
+  const Scalar* J;          // pair p: column-major (2w) x (2w) at J + p (2w)^2
   int w, chunk_rows;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
@@ -385,7 +386,8 @@ struct PairUpdateFunctor {
     for (int s = team_begin[member.league_rank()]; s < team_begin[member.league_rank() + 1]; ++s) {
       const PlateSegment seg = segments[s];
       const BlockPairTask<Scalar> task = tasks[seg.task];
-      if (mask != nullptr && mask[task.matrix] != 0)
+      if ((mask != nullptr && mask[task.matrix] != 0) ||
+          (pair_rotates != nullptr && pair_rotates[task.pair] == 0))
         continue;
       const Scalar* Jt = J + std::size_t(task.pair) * nn;
       if constexpr (JInScratch) {
@@ -413,10 +415,13 @@ void launch_update_teams(const ExecSpace& exec, int teams, int items, std::size_
 
 /// [A_i A_j] <- [A_i A_j] J_{task.pair} for every task of a level (A's pairs
 /// and V's pairs may share one launch), one plate per team; masked tasks are
-/// skipped. J holds (2w)^2 scalars per pair, column-major.
+/// skipped, and so are tasks whose pair p has pair_rotates[p] == 0 (J_p = I:
+/// a pair whose EVD found nothing to rotate; pair_rotates may be null). J
+/// holds (2w)^2 scalars per pair, column-major.
 template <class ExecSpace, class Scalar>
 void launch_pair_update(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& work,
-                        const BlockPairTask<Scalar>* tasks, const int* mask, const Scalar* J) {
+                        const BlockPairTask<Scalar>* tasks, const int* mask, const Scalar* J,
+                        const int* pair_rotates = nullptr) {
   if (work.tasks == 0 || work.teams == 0)
     return;
   const int w = work.w;
@@ -439,13 +444,13 @@ void launch_pair_update(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>
   if (j_in_scratch) {
     launch_update_teams<ExecSpace, Scalar>(
         exec, work.teams, items, x_bytes + j_bytes,
-        PairUpdateFunctor<ExecSpace, Scalar, true>{tasks, work.segments.data(),
-                                                   work.team_begin.data(), mask, J, w, chunk});
+        PairUpdateFunctor<ExecSpace, Scalar, true>{
+            tasks, work.segments.data(), work.team_begin.data(), mask, pair_rotates, J, w, chunk});
   } else {
     launch_update_teams<ExecSpace, Scalar>(
         exec, work.teams, items, x_bytes,
-        PairUpdateFunctor<ExecSpace, Scalar, false>{tasks, work.segments.data(),
-                                                    work.team_begin.data(), mask, J, w, chunk});
+        PairUpdateFunctor<ExecSpace, Scalar, false>{
+            tasks, work.segments.data(), work.team_begin.data(), mask, pair_rotates, J, w, chunk});
   }
 }
 

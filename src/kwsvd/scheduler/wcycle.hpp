@@ -387,7 +387,7 @@ class WcycleLevelSolver {
       split_block({0, g.cols}, wb, blocks);
       plan_blocks(b, g, 0, path, blocks, planned);
     }
-    std::size_t j_size = 1, b_size = 1, partial = 1, lambda = 1, evd_pairs = 1;
+    std::size_t j_size = 1, b_size = 1, partial = 1, lambda = 1, evd_pairs = 1, step_pairs = 1;
     summary_ = WcyclePlanSummary{};
     summary_.widths = widths_;
     for (auto& [key, lists] : planned) {
@@ -423,6 +423,7 @@ class WcycleLevelSolver {
       b_size = std::max(b_size, std::size_t(step.evd_pairs) * nn);
       lambda = std::max(lambda, std::size_t(step.evd_pairs) * std::size_t(2 * step.w));
       evd_pairs = std::max(evd_pairs, std::size_t(step.evd_pairs));
+      step_pairs = std::max(step_pairs, std::size_t(step.svd_pairs + step.evd_pairs));
       partial = std::max(partial, tailored_gram_partial_size(step.gram_work));
       summary_.levels = std::max(summary_.levels, step.level + 1);
       summary_.pair_svds += step.svd_pairs;
@@ -435,6 +436,7 @@ class WcycleLevelSolver {
     J_ = Vec<Scalar>("kwsvd::J", j_size);
     lambda_ = Vec<Scalar>("kwsvd::lambda", lambda);
     evd_info_ = Vec<EvdInfo>("kwsvd::evd_info", evd_pairs);
+    pair_rotates_ = Vec<int>("kwsvd::pair_rotates", step_pairs);
   }
 
   int batch_ = 0, max_cols_ = 0;
@@ -447,6 +449,7 @@ class WcycleLevelSolver {
   Vec<WorkGeometry> geometry_;
   Vec<int> state_;
   Vec<EvdInfo> evd_info_;
+  Vec<int> pair_rotates_;  // per J of a step: 0 when J = I (the update skips the pair)
   std::vector<Step> steps_;
 };
 
@@ -476,16 +479,33 @@ void WcycleLevelSolver<ExecSpace, Scalar>::run_step(const ExecSpace& exec, const
     evd.order = EigenOrder::unsorted;
     evd.positive_semidefinite = true;
     batched_gram_evd(exec, B3, lambda, J3, einfo, evd);
+  }
+  // Which pairs rotate: every pair SVD's J is applied; a Gram EVD whose one
+  // sweep found nothing to rotate returns J = I exactly, and the update
+  // skips that pair (late sweeps, where most pairs have converged, then cost
+  // little besides their Grams). A rotating EVD pair marks its matrix.
+  const int svd_pairs = step.svd_pairs, all_pairs = svd_pairs + pairs;
+  if (all_pairs > 0) {
+    const Task* tasks = step.gram_tasks.data();
     const EvdInfo* ei = evd_info_.data();
+    int* const rotates = pair_rotates_.data();
     Kokkos::parallel_for(
-        "kwsvd::wcycle_mark", Kokkos::RangePolicy<ExecSpace>(exec, 0, pairs),
-        KOKKOS_LAMBDA(const int t) {
+        "kwsvd::wcycle_mark", Kokkos::RangePolicy<ExecSpace>(exec, 0, all_pairs),
+        KOKKOS_LAMBDA(const int p) {
+          if (p < svd_pairs) {
+            rotates[p] = 1;
+            return;
+          }
+          const int t = p - svd_pairs;
+          const bool rotates_t = !(ei[t].converged == 1 && ei[t].sweeps <= 1);
+          rotates[p] = rotates_t ? 1 : 0;
           const int b = tasks[t].matrix;
-          if (mask[b] == 0 && !(ei[t].converged == 1 && ei[t].sweeps <= 1))
+          if (mask[b] == 0 && rotates_t)
             rotated[b] = 1;  // benign race: every writer stores 1
         });
   }
-  launch_pair_update(exec, step.update_work, step.update_tasks.data(), mask, J_.data());
+  launch_pair_update(exec, step.update_work, step.update_tasks.data(), mask, J_.data(),
+                     pair_rotates_.data());
 }
 
 }  // namespace kwsvd::Impl
