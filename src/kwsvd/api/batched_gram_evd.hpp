@@ -41,9 +41,14 @@ struct BatchedGramEvdFunctor {
   SvdInfo* info;
   int n;
   GramEvdControl<Scalar> control;
+  const int* skip;  // may be null; skip[b] != 0: matrix b is left alone (see below)
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const int b = member.league_rank();
+    if (skip != nullptr && skip[b] != 0) {
+      write_info(member, info + b, 0, true, false);
+      return;
+    }
     const std::size_t ne = std::size_t(n + (n & 1)), pairs = ne / 2;
     // Carved exactly as gram_evd_scratch_bytes sized them.
     ScratchVector<Scalar> Bs(member.team_scratch(0),
@@ -66,26 +71,15 @@ struct BatchedGramEvdFunctor {
   }
 };
 
-}  // namespace Impl
-
-/// Eigen-decomposition B(b) = J(b) diag(lambda(b)) J(b)^T of every symmetric
-/// matrix of a batch by the parallel two-sided Jacobi method (W-cycle paper
-/// §IV-C), one team per matrix with B and J in level-0 team scratch.
-///
-/// B: rank-3 View (batch, n, n), float or double, any layout; only its upper
-/// triangle is read and it is left unchanged.
-/// lambda: (batch, n) eigenvalues in options.order (descending by default).
-/// J: (batch, n, n) orthonormal eigenvectors, column l for lambda(b, l).
-/// info: (batch) kwsvd::EvdInfo: sweeps, converged, non-finite input (such a
-/// matrix gets NaN outputs; the others are unaffected).
-/// Every View must be accessible from `exec`; the call is asynchronous.
-///
-/// Throws kwsvd::invalid_argument naming the argument when extents, options or
-/// the size are unusable; gram_evd_fits<Scalar, ExecSpace>(n) tells
-/// beforehand whether n fits the run-time scratch limit.
+/// batched_gram_evd with an optional per-matrix skip list: skip[b] != 0
+/// leaves lambda(b) and J(b) unwritten and reports info(b) as converged after
+/// 0 sweeps (the W-cycle passes the pairs of matrices that have converged,
+/// whose Grams it did not recompute). skip may be null; it must be readable
+/// from `exec`.
 template <class ExecSpace, class BView, class LambdaView, class JView, class InfoView>
-void batched_gram_evd(const ExecSpace& exec, const BView& B, const LambdaView& lambda,
-                      const JView& J, const InfoView& info, const EvdOptions& options = {}) {
+void batched_gram_evd_skipping(const ExecSpace& exec, const BView& B, const LambdaView& lambda,
+                               const JView& J, const InfoView& info, const EvdOptions& options,
+                               const int* skip) {
   using Scalar = typename LambdaView::non_const_value_type;
   static_assert(Kokkos::is_view<BView>::value && BView::rank == 3,
                 "kwsvd::batched_gram_evd: B must be a rank-3 View (batch, n, n)");
@@ -114,37 +108,37 @@ void batched_gram_evd(const ExecSpace& exec, const BView& B, const LambdaView& l
   constexpr const char* fn = "kwsvd::batched_gram_evd";
   const std::size_t batch = B.extent(0), n = B.extent(1);
   if (B.extent(2) != n) {
-    Impl::throw_invalid_argument(
+    throw_invalid_argument(
         fn, "B",
         "must hold square matrices, got extents " + Impl::format_extents({batch, n, B.extent(2)}));
   }
   if (batch > std::size_t(1) << 30 || n > std::size_t(Impl::gram_evd_max_n)) {
-    Impl::throw_invalid_argument(
+    throw_invalid_argument(
         fn, "B",
         "is too large: extents " + Impl::format_extents({batch, n, n}) +
             "; at most 2^30 matrices of n <= " + std::to_string(Impl::gram_evd_max_n) +
             " (check kwsvd::gram_evd_fits first)");
   }
-  Impl::require_extents(fn, "lambda", {lambda.extent(0), lambda.extent(1)}, {batch, n},
-                        "(batch, n) with batch, n taken from B");
-  Impl::require_extents(fn, "J", {J.extent(0), J.extent(1), J.extent(2)}, {batch, n, n},
-                        "(batch, n, n) with batch, n taken from B");
-  Impl::require_extents(fn, "info", {info.extent(0)}, {batch}, "(batch) with batch taken from B");
-  Impl::require_jacobi_options(fn, options.tolerance, options.max_sweeps);
+  require_extents(fn, "lambda", {lambda.extent(0), lambda.extent(1)}, {batch, n},
+                  "(batch, n) with batch, n taken from B");
+  require_extents(fn, "J", {J.extent(0), J.extent(1), J.extent(2)}, {batch, n, n},
+                  "(batch, n, n) with batch, n taken from B");
+  require_extents(fn, "info", {info.extent(0)}, {batch}, "(batch) with batch taken from B");
+  require_jacobi_options(fn, options.tolerance, options.max_sweeps);
   if (options.team_threads < 0 || options.team_threads > 1024) {
-    Impl::throw_invalid_argument(fn, "options.team_threads",
-                                 "must be 0 (tuned) or a thread count up to 1024, got " +
-                                     std::to_string(options.team_threads));
+    throw_invalid_argument(fn, "options.team_threads",
+                           "must be 0 (tuned) or a thread count up to 1024, got " +
+                               std::to_string(options.team_threads));
   }
   if (options.sweeps < 0) {
-    Impl::throw_invalid_argument(fn, "options.sweeps",
-                                 "must be 0 (run to convergence) or a positive sweep count, got " +
-                                     std::to_string(options.sweeps));
+    throw_invalid_argument(fn, "options.sweeps",
+                           "must be 0 (run to convergence) or a positive sweep count, got " +
+                               std::to_string(options.sweeps));
   }
   if (batch == 0 || n == 0)
     return;
   if (!gram_evd_fits<Scalar, ExecSpace>(int(n))) {
-    Impl::throw_invalid_argument(
+    throw_invalid_argument(
         fn, "B",
         "has n = " + std::to_string(n) + ", whose working set (" +
             std::to_string(Impl::gram_evd_scratch_bytes<ExecSpace, Scalar>(int(n))) +
@@ -165,7 +159,8 @@ void batched_gram_evd(const ExecSpace& exec, const BView& B, const LambdaView& l
                         info.data(),
                         int(n),
                         Impl::GramEvdControl<Scalar>{tol, options.max_sweeps, options.sweeps,
-                                                     options.order, options.positive_semidefinite}};
+                                                     options.order, options.positive_semidefinite},
+                        skip};
   const std::size_t scratch = Impl::gram_evd_scratch_bytes<ExecSpace, Scalar>(int(n));
   // Vector lanes only serve the column loops that load and store the matrix;
   // every per-step loop is spread over all threads of the team.
@@ -187,6 +182,29 @@ void batched_gram_evd(const ExecSpace& exec, const BView& B, const LambdaView& l
   Policy policy(exec, int(batch), team, lanes);
   policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
   Kokkos::parallel_for("kwsvd::batched_gram_evd", policy, functor);
+}
+
+}  // namespace Impl
+
+/// Eigen-decomposition B(b) = J(b) diag(lambda(b)) J(b)^T of every symmetric
+/// matrix of a batch by the parallel two-sided Jacobi method (W-cycle paper
+/// §IV-C), one team per matrix with B and J in level-0 team scratch.
+///
+/// B: rank-3 View (batch, n, n), float or double, any layout; only its upper
+/// triangle is read and it is left unchanged.
+/// lambda: (batch, n) eigenvalues in options.order (descending by default).
+/// J: (batch, n, n) orthonormal eigenvectors, column l for lambda(b, l).
+/// info: (batch) kwsvd::EvdInfo: sweeps, converged, non-finite input (such a
+/// matrix gets NaN outputs; the others are unaffected).
+/// Every View must be accessible from `exec`; the call is asynchronous.
+///
+/// Throws kwsvd::invalid_argument naming the argument when extents, options or
+/// the size are unusable; gram_evd_fits<Scalar, ExecSpace>(n) tells
+/// beforehand whether n fits the run-time scratch limit.
+template <class ExecSpace, class BView, class LambdaView, class JView, class InfoView>
+void batched_gram_evd(const ExecSpace& exec, const BView& B, const LambdaView& lambda,
+                      const JView& J, const InfoView& info, const EvdOptions& options = {}) {
+  Impl::batched_gram_evd_skipping(exec, B, lambda, J, info, options, nullptr);
 }
 
 }  // namespace kwsvd

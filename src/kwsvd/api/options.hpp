@@ -113,7 +113,8 @@ struct SvdInfo {
 };
 
 /// Per-matrix outcome of a batched EVD: the same fields as for the SVD
-/// (converged is 0 after `sweeps` fixed sweeps that still rotated).
+/// (converged is 0 after `sweeps` fixed sweeps that still rotated; with fixed
+/// sweeps, sweeps is 0 for an input that had nothing to rotate).
 using EvdInfo = SvdInfo;
 
 namespace Impl {

@@ -184,9 +184,36 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
   const Scalar zero_column = Scalar(ne) * Scalar(ne) * scalar_limits<Scalar>::epsilon *
                              scalar_limits<Scalar>::epsilon / 4 * amax * scale;
   const Scalar tiny = scalar_limits<Scalar>::min_normal;
+  const auto needs_rotation = [&](const Scalar bii, const Scalar bjj, const Scalar bij) {
+    const Scalar abs_b = kmath::fabs(bij);
+    const Scalar didj = kmath::fabs(bii * bjj);
+    return abs_b > floor && (!psd || (bii > zero_column && bjj > zero_column)) &&
+           (didj > tiny
+                ? abs_b * abs_b > ctl.tol * ctl.tol * didj
+                : abs_b > ctl.tol * kmath::sqrt(kmath::fabs(bii)) * kmath::sqrt(kmath::fabs(bjj)));
+  };
+  // In fixed-sweep mode (the W-cycle's inner solve), first one pass over
+  // every pair without barriers: an input with nothing to rotate returns
+  // J = I after sweeps = 0 instead of a sweep of ne - 1 steps. In the
+  // W-cycle these are the Grams of pairs that have converged, most pairs of
+  // the late sweeps. Run to convergence, inputs nearly always rotate, so the
+  // pass is left out (a sweep that rotates nothing ends the run). The flag
+  // of sweep 1's parity is free here: that sweep clears it after its first
+  // barrier.
+  bool nothing_to_rotate = false;
+  if (ctl.fixed_sweeps > 0) {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, ne), [&](const int i) {
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ne), [&](const int j) {
+        if (j > i && needs_rotation(B[i + ldb * i], B[j + ldb * j], B[i + ldb * j]))
+          ws.rotated[1] = 1;  // every writer stores the same value
+      });
+    });
+    member.team_barrier();
+    nothing_to_rotate = ws.rotated[1] == 0;
+  }
   const int sweep_limit = ctl.fixed_sweeps > 0 ? ctl.fixed_sweeps : ctl.max_sweeps;
   int sweeps = 0;
-  bool converged = ne < 2;
+  bool converged = ne < 2 || nothing_to_rotate;
   while (!converged && sweeps < sweep_limit) {
     // Pairs that rotate raise this sweep's flag (a benign race: every writer
     // stores 1). Flags alternate by sweep parity; the next sweep's flag is
@@ -203,12 +230,7 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
         int i, j;
         round_robin_pair(ne, step, P, i, j);
         const Scalar bii = B[i + ldb * i], bjj = B[j + ldb * j], bij = B[i + ldb * j];
-        const Scalar abs_b = kmath::fabs(bij);
-        const Scalar didj = kmath::fabs(bii * bjj);
-        const bool rotate = abs_b > floor && (!psd || (bii > zero_column && bjj > zero_column)) &&
-                            (didj > tiny ? abs_b * abs_b > ctl.tol * ctl.tol * didj
-                                         : abs_b > ctl.tol * kmath::sqrt(kmath::fabs(bii)) *
-                                                       kmath::sqrt(kmath::fabs(bjj)));
+        const bool rotate = needs_rotation(bii, bjj, bij);
         Scalar c = 1, s = 0, t = 0;
         if (rotate) {
           t = jacobi_tangent(bii, bjj, bij);

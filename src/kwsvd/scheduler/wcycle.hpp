@@ -437,6 +437,7 @@ class WcycleLevelSolver {
     lambda_ = Vec<Scalar>("kwsvd::lambda", lambda);
     evd_info_ = Vec<EvdInfo>("kwsvd::evd_info", evd_pairs);
     pair_rotates_ = Vec<int>("kwsvd::pair_rotates", step_pairs);
+    evd_skip_ = Vec<int>("kwsvd::evd_skip", evd_pairs);
   }
 
   int batch_ = 0, max_cols_ = 0;
@@ -450,6 +451,7 @@ class WcycleLevelSolver {
   Vec<int> state_;
   Vec<EvdInfo> evd_info_;
   Vec<int> pair_rotates_;  // per J of a step: 0 when J = I (the update skips the pair)
+  Vec<int> evd_skip_;      // per EVD pair of a step: its matrix is masked
   std::vector<Step> steps_;
 };
 
@@ -473,12 +475,18 @@ void WcycleLevelSolver<ExecSpace, Scalar>::run_step(const ExecSpace& exec, const
         lambda(lambda_.data(), std::size_t(pairs), std::size_t(n));
     Kokkos::View<EvdInfo*, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> einfo(
         evd_info_.data(), std::size_t(pairs));
+    // Pairs of converged (masked) matrices: their Grams were not computed,
+    // so their EVDs are skipped too.
+    int* const skip = evd_skip_.data();
+    Kokkos::parallel_for(
+        "kwsvd::wcycle_evd_skip", Kokkos::RangePolicy<ExecSpace>(exec, 0, pairs),
+        KOKKOS_LAMBDA(const int t) { skip[t] = mask[tasks[t].matrix]; });
     EvdOptions evd;
     evd.tolerance = options_.tolerance;
     evd.sweeps = 1;
     evd.order = EigenOrder::unsorted;
     evd.positive_semidefinite = true;
-    batched_gram_evd(exec, B3, lambda, J3, einfo, evd);
+    batched_gram_evd_skipping(exec, B3, lambda, J3, einfo, evd, skip);
   }
   // Which pairs rotate: every pair SVD's J is applied; a Gram EVD whose one
   // sweep found nothing to rotate returns J = I exactly, and the update
