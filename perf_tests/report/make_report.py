@@ -200,6 +200,15 @@ def device_title(context, what):
     return "%s\n%s" % (what, context.get("device", "unknown device"))
 
 
+def finish(fig, path, drawn=True):
+    """Writes the figure when something was drawn; returns whether it was."""
+    fig.tight_layout()
+    if drawn:
+        fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return drawn
+
+
 def plot_speedup_vs_size(path, context, rows):
     """Speedup over each baseline vs n for the uniform square experiments."""
     baselines = baselines_of(rows)
@@ -233,11 +242,7 @@ def plot_speedup_vs_size(path, context, rows):
         ax.set_title(device_title(context, "kwsvd speedup vs matrix size, %s" % scalar))
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=6)
-    fig.tight_layout()
-    if drawn:
-        fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return drawn
+    return finish(fig, path, drawn)
 
 
 def plot_time_vs_batch(path, context, rows):
@@ -267,10 +272,7 @@ def plot_time_vs_batch(path, context, rows):
         ax.set_title(device_title(context, "Fig. 7 shapes: time vs batch, %s (solid: kwsvd)" % scalar))
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=6, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
+    return finish(fig, path)
 
 
 def plot_mixed(path, context, rows):
@@ -300,10 +302,7 @@ def plot_mixed(path, context, rows):
     ax.set_title(device_title(context, "Table VI: mixed-size batches in one call"))
     ax.legend(fontsize=7)
     ax.grid(True, axis="y", which="both", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
+    return finish(fig, path)
 
 
 def plot_headline(path, context, rows):
@@ -339,11 +338,7 @@ def plot_headline(path, context, rows):
     ax.set_title(device_title(context, "kwsvd vs the fastest baseline at each point (filled: double)"))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=6, ncol=2)
-    fig.tight_layout()
-    if drawn:
-        fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return drawn
+    return finish(fig, path, drawn)
 
 
 def main():

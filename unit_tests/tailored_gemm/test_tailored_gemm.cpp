@@ -89,14 +89,15 @@ struct Level {
   }
 };
 
-// A device mask with only matrix `masked` set, filled on the host: deep_copy
-// of a scalar into a device View faulted (illegal address in Kokkos's
-// ViewFill) in this CUDA build, like every fill of the tests.
-Kokkos::View<int*> mask_of(std::size_t matrices, std::size_t masked) {
+// A device array of 0/1 flags, `value` at index `masked` and 1 - value
+// elsewhere (a mask with only matrix `masked` set by default), filled on the
+// host: deep_copy of a scalar into a device View faulted (illegal address in
+// Kokkos's ViewFill) in this CUDA build, like every fill of the tests.
+Kokkos::View<int*> mask_of(std::size_t matrices, std::size_t masked, int value = 1) {
   Kokkos::View<int*> mask("mask", matrices);
   auto h = Kokkos::create_mirror_view(mask);
   for (std::size_t k = 0; k < matrices; ++k)
-    h(k) = k == masked ? 1 : 0;
+    h(k) = k == masked ? value : 1 - value;
   Kokkos::deep_copy(mask, h);
   return mask;
 }
@@ -189,12 +190,7 @@ TYPED_TEST(TailoredGemm, FusedUpdateMatchesReferenceForEveryWidth) {
       // here a random J that must not be applied): both must come back
       // untouched.
       const auto mask = mask_of(level.rows.size(), 2);
-      const auto still = mask_of(level.tasks.size(), 1);
-      Kokkos::View<int*> rotates("rotates", level.tasks.size());
-      auto rh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), still);
-      for (std::size_t t = 0; t < rh.size(); ++t)
-        rh(t) = 1 - rh(t);
-      Kokkos::deep_copy(rotates, rh);
+      const auto rotates = mask_of(level.tasks.size(), 1, 0);
       auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(level.task_rows(), {w, delta, 128});
       kwsvd::Impl::launch_pair_update(Exec(), work, level.tasks_d.data(), mask.data(), J.data(),
                                       rotates.data());

@@ -193,13 +193,25 @@ class VariableBatchedSvd {
     claim_host_slots();
     for (std::size_t b = 0; b < batch; ++b) {
       const int m = shapes_[b].rows, n = shapes_[b].cols, k = std::min(m, n);
-      const std::string at = "[" + std::to_string(b) + "]";
-      require(lda[b] >= std::max(1, m), "lda" + at,
-              "must be at least max(1, m_b) = " + std::to_string(std::max(1, m)) + ", got " +
-                  std::to_string(lda[b]));
-      require(
-          k == 0 || (A[b] != nullptr && S[b] != nullptr), "A" + at + ", S" + at,
-          "must not be null for a " + std::to_string(m) + " x " + std::to_string(n) + " matrix");
+      // Appended, not "[" + to_string(b): GCC 12 at -O3 reports a false
+      // -Wrestrict in std::operator+(const char*, std::string&&) here.
+      std::string at("[");
+      at.append(std::to_string(b)).append("]");
+      // Leading dimension `ld` of an array of `rows` rows (`extent` names them).
+      const auto require_ld = [&](int ld, const char* name, int rows, const char* extent) {
+        require(ld >= std::max(1, rows), std::string(name) + at,
+                std::string("must be at least max(1, ") + extent +
+                    ") = " + std::to_string(std::max(1, rows)) + ", got " + std::to_string(ld));
+      };
+      // Two pointers of matrix b that a non-empty matrix needs.
+      const auto require_set = [&](const void* x, const void* y, const char* x_name,
+                                   const char* y_name) {
+        require(
+            k == 0 || (x != nullptr && y != nullptr), std::string(x_name) + at + ", " + y_name + at,
+            "must not be null for a " + std::to_string(m) + " x " + std::to_string(n) + " matrix");
+      };
+      require_ld(lda[b], "lda", m, "m_b");
+      require_set(A[b], S[b], "A", "S");
       auto& slot = host_slots_(b);
       slot.a = {A[b], m, n, 1, lda[b]};
       slot.s = S[b];
@@ -208,15 +220,9 @@ class VariableBatchedSvd {
       slot.u = slot.v = Impl::StridedMatrix<Scalar>{};
       if (!vectors)
         continue;
-      require(ldu[b] >= std::max(1, m), "ldu" + at,
-              "must be at least max(1, m_b) = " + std::to_string(std::max(1, m)) + ", got " +
-                  std::to_string(ldu[b]));
-      require(ldv[b] >= std::max(1, n), "ldv" + at,
-              "must be at least max(1, n_b) = " + std::to_string(std::max(1, n)) + ", got " +
-                  std::to_string(ldv[b]));
-      require(
-          k == 0 || (U[b] != nullptr && V[b] != nullptr), "U" + at + ", V" + at,
-          "must not be null for a " + std::to_string(m) + " x " + std::to_string(n) + " matrix");
+      require_ld(ldu[b], "ldu", m, "m_b");
+      require_ld(ldv[b], "ldv", n, "n_b");
+      require_set(U[b], V[b], "U", "V");
       slot.u = {U[b], m, k, 1, ldu[b]};
       slot.v = {V[b], n, k, 1, ldv[b]};
     }

@@ -86,22 +86,41 @@ KOKKOS_INLINE_FUNCTION void gram_tile_position(int p, int& P, int& Q) {
   P = p - Q * (Q + 1) / 2;
 }
 
+/// The flat order in which a team walks the rows x 2w entries of a task:
+/// along the matrix's smaller stride, so that neighbouring lanes touch
+/// neighbouring memory. The flat index splits by a float reciprocal
+/// (index_math.hpp): integer division would cost more than the copy itself.
+struct PairEntryWalk {
+  bool rows_fastest;
+  int d;  // extent of the fastest index
+  float inv_d;
+  int total;
+
+  template <class Scalar>
+  KOKKOS_INLINE_FUNCTION PairEntryWalk(const BlockPairTask<Scalar>& t, int w, int rows)
+      : rows_fastest(t.row_stride <= t.col_stride),
+        d(rows_fastest ? rows : 2 * w),
+        inv_d(1.0f / float(d)),
+        total(rows * 2 * w) {}
+
+  /// Row r and pair column c of flat entry e < total.
+  KOKKOS_INLINE_FUNCTION void entry(int e, int& r, int& c) const {
+    const int q = quotient(e, d, inv_d), rem = e - q * d;
+    r = rows_fastest ? rem : q;
+    c = rows_fastest ? q : rem;
+  }
+};
+
 /// Calls f(r, c, col) for every row r < rows and pair column c < 2w of the
-/// task (col: the matrix column, -1 for a missing one), walking the matrix
-/// along its smaller stride so that neighbouring lanes touch neighbouring
-/// memory. The flat index splits by a float reciprocal (index_math.hpp):
-/// integer division would cost more than the copy itself.
+/// task (col: the matrix column, -1 for a missing one), in PairEntryWalk
+/// order.
 template <class Member, class Scalar, class F>
 KOKKOS_INLINE_FUNCTION void for_pair_entries(const Member& member, const BlockPairTask<Scalar>& t,
                                              int w, int rows, const F& f) {
-  const bool rows_fastest = t.row_stride <= t.col_stride;
-  const int cols = 2 * w;
-  const int d = rows_fastest ? rows : cols;
-  const float inv_d = 1.0f / float(d);
-  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, rows * cols), [&](const int e) {
-    const int q = quotient(e, d, inv_d), rem = e - q * d;
-    const int r = rows_fastest ? rem : q;
-    const int c = rows_fastest ? q : rem;
+  const PairEntryWalk walk(t, w, rows);
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, walk.total), [&](const int e) {
+    int r, c;
+    walk.entry(e, r, c);
     f(r, c, t.column(c, w));
   });
 }
@@ -114,19 +133,14 @@ KOKKOS_INLINE_FUNCTION void for_pair_entries(const Member& member, const BlockPa
 constexpr int pair_load_batch = 4;
 
 /// X[at(r, c)] = entry (r0 + r, c) of the task for r < rows, c < 2w (zero
-/// for missing columns). Like for_pair_entries, lanes walk the matrix along
-/// its smaller stride; each lane first loads pair_load_batch entries spaced
-/// a team-wide slice apart (each load of a warp still contiguous), then
-/// stores them.
+/// for missing columns), in PairEntryWalk order; each lane first loads
+/// pair_load_batch entries spaced a team-wide slice apart (each load of a
+/// warp still contiguous), then stores them.
 template <class Member, class Scalar, class Index>
 KOKKOS_INLINE_FUNCTION void load_pair_entries(const Member& member, const BlockPairTask<Scalar>& t,
                                               int w, int r0, int rows, Scalar* X, const Index& at) {
-  const bool rows_fastest = t.row_stride <= t.col_stride;
-  const int cols = 2 * w;
-  const int d = rows_fastest ? rows : cols;
-  const float inv_d = 1.0f / float(d);
-  const int total = rows * cols;
-  const int slices = (total + pair_load_batch - 1) / pair_load_batch;
+  const PairEntryWalk walk(t, w, rows);
+  const int slices = (walk.total + pair_load_batch - 1) / pair_load_batch;
   Kokkos::parallel_for(Kokkos::TeamVectorRange(member, slices), [&](const int b) {
     Scalar v[pair_load_batch];
     int dst[pair_load_batch];
@@ -134,10 +148,9 @@ KOKKOS_INLINE_FUNCTION void load_pair_entries(const Member& member, const BlockP
     for (int u = 0; u < pair_load_batch; ++u) {
       const int e = b + u * slices;
       dst[u] = -1;
-      if (e < total) {
-        const int q = quotient(e, d, inv_d), rem = e - q * d;
-        const int r = rows_fastest ? rem : q;
-        const int c = rows_fastest ? q : rem;
+      if (e < walk.total) {
+        int r, c;
+        walk.entry(e, r, c);
         const int col = t.column(c, w);
         dst[u] = at(r, c);
         v[u] = col >= 0 ? t.data[(r0 + r) * t.row_stride + col * t.col_stride] : Scalar(0);
