@@ -13,8 +13,10 @@
 // pair Q), so each block is read and written by one thread, in place (only the
 // upper triangle is stored during the sweeps), and all
 // blocks of the step run in parallel (Fig. 5) instead of row by row. J <- J G
-// rotates two columns per pair, also in parallel. Two team barriers per step:
-// rotations from the current B, then the update.
+// rotates two columns per pair, also in parallel, with J in scratch
+// (ScratchEigenvectors) or, where it does not fit beside B, in registers
+// (RegisterEigenvectors). Two team barriers per step: rotations from the
+// current B, then the update.
 
 #include <cstddef>
 
@@ -38,32 +40,63 @@ KOKKOS_INLINE_FUNCTION int gram_evd_ld_b(int n_even) {
 /// Largest n the kernel supports whatever the scratch (see small_quotient).
 constexpr int gram_evd_max_n = 2048;
 
+/// Even sizes n' whose eigenvectors the kernel can keep in registers
+/// (RegisterEigenvectors): the block widths the W-cycle plans (2w for w in
+/// 8, 16, 24, 32).
+KOKKOS_INLINE_FUNCTION constexpr bool gram_evd_register_size(int n_even) {
+  return n_even == 16 || n_even == 32 || n_even == 48 || n_even == 64;
+}
+
 /// Scratch one team needs for an n x n EVD: B (n' x n', leading dimension
-/// n' + 1) and J (n' x n'), n' = n rounded up to even (odd n gets a decoupled
-/// zero row and column); the step's rotations (c, s, t per pair), its pairs
-/// (one packed int each), two flags and the table of upper blocks (one packed
-/// int per block, see upper_block).
+/// n' + 1), J (n' x n') unless it lives in registers, n' = n rounded up to
+/// even (odd n gets a decoupled zero row and column); the step's rotations
+/// (c, s, t per pair), its pairs (one packed int each), two flags and the
+/// table of upper blocks (one packed int per block, see upper_block; at
+/// least n' of them, reused for the eigenvalues' ranks at the end).
 template <class ExecSpace, class Scalar>
-std::size_t gram_evd_scratch_bytes(int n) {
+std::size_t gram_evd_scratch_bytes(int n, bool j_in_scratch) {
   const std::size_t ne = std::size_t(n + (n & 1));
   const std::size_t pairs = ne / 2;
+  const std::size_t blocks = pairs * (pairs + 1) / 2;
   return scratch_bytes_for<ExecSpace, Scalar>(ne * std::size_t(gram_evd_ld_b(int(ne)))) +
-         scratch_bytes_for<ExecSpace, Scalar>(ne * ne) +
+         (j_in_scratch ? scratch_bytes_for<ExecSpace, Scalar>(ne * ne) : 0) +
          3 * scratch_bytes_for<ExecSpace, Scalar>(pairs) +
-         scratch_bytes_for<ExecSpace, int>(pairs + 2 + pairs * (pairs + 1) / 2);
+         scratch_bytes_for<ExecSpace, int>(pairs + 2 + (blocks > ne ? blocks : ne));
+}
+
+/// Whether the EVD of an n x n matrix keeps J in registers: only where J
+/// does not fit scratch beside B (n = 64 in double on a GPU's 40 KB; from 48
+/// on in double and at 64 in float on the host backends' 32 KB) and n' is a
+/// register size. J in scratch is faster wherever it fits (H200, b = 10000:
+/// n = 48 in double 15.9 ms against 21.6 with J in registers, n = 16 0.79
+/// against 0.92): a thread per row of J takes 100 to 240 registers, which
+/// leaves few teams per SM to hide the latency of each step.
+template <class ExecSpace, class Scalar>
+bool gram_evd_j_in_registers(int n, std::size_t limit) {
+  const int ne = n + (n & 1);
+  return gram_evd_register_size(ne) && gram_evd_scratch_bytes<ExecSpace, Scalar>(n, true) > limit;
+}
+
+/// The scratch of the variant batched_gram_evd runs for n.
+template <class ExecSpace, class Scalar>
+std::size_t gram_evd_scratch_bytes(int n) {
+  const bool in_registers = gram_evd_j_in_registers<ExecSpace, Scalar>(
+      n, std::size_t(team_scratch_bytes_max<ExecSpace>()));
+  return gram_evd_scratch_bytes<ExecSpace, Scalar>(n, !in_registers);
 }
 
 /// Work arrays of one team, carved from level-0 scratch by the caller.
 template <class Scalar>
 struct GramEvdScratch {
   Scalar* B;  // n' x n', column-major, leading dimension gram_evd_ld_b(n')
-  Scalar* J;  // n' x n', leading dimension n'
+  Scalar* J;  // n' x n', leading dimension n' (null when J is in registers)
   Scalar* c;  // per pair of the current step
   Scalar* s;
   Scalar* t;
   int* pair_ij;  // per pair: the step's i | j << 16, i < j
   int* rotated;  // 2 flags by sweep parity (see one_sided_jacobi_team)
-  int* blocks;   // w (w + 1) / 2 upper blocks: P | Q << 16, built once per matrix
+  int* blocks;   // w (w + 1) / 2 upper blocks: P | Q << 16, built once per matrix;
+                 // at the end the ranks of the eigenvalues (at least n' entries)
 };
 
 /// Where one team's results go (memory the caller owns).
@@ -107,20 +140,157 @@ KOKKOS_INLINE_FUNCTION void upper_block(int w, float inv_w1, int e, int& P, int&
   }
 }
 
+/// J in level-0 scratch, any n: J <- J G rotates the two columns of every
+/// pair in place, an item rotating rows r and r + n'/2 of one pair (which
+/// halves the loads of the pair's c, s, i, j).
+template <class Scalar>
+struct ScratchEigenvectors {
+  Scalar* J;  // n' x n', leading dimension n'
+
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void set_identity(const Member& member, int ne) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, ne), [&](const int col) {
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ne), [&](const int row) {
+        J[row + std::size_t(ne) * col] = row == col ? Scalar(1) : Scalar(0);
+      });
+    });
+  }
+
+  /// After the step's rotations are in ws (no barrier needed before B's
+  /// update: J and B are disjoint).
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void rotate(const Member& member, int ne, int /*step*/,
+                                     const GramEvdScratch<Scalar>& ws) const {
+    const int half = ne / 2;
+    const std::size_t ld = std::size_t(ne);
+    const float inv_half = 1.0f / float(half > 0 ? half : 1);
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, half * half), [&](const int q) {
+      const int P = small_quotient(q, inv_half), r = q - P * half;
+      const Scalar sp = ws.s[P];
+      if (sp == Scalar(0))
+        return;
+      const Scalar cp = ws.c[P];
+      const int ij = ws.pair_ij[P];
+      Scalar* const ji = J + ld * (ij & 0xffff);
+      Scalar* const jj = J + ld * (ij >> 16);
+      const Scalar x0 = ji[r], y0 = jj[r], x1 = ji[r + half], y1 = jj[r + half];
+      ji[r] = cp * x0 - sp * y0;
+      jj[r] = sp * x0 + cp * y0;
+      ji[r + half] = cp * x1 - sp * y1;
+      jj[r + half] = sp * x1 + cp * y1;
+    });
+  }
+
+  /// out(r, rank[c]) = J(r, c) for r, c < n.
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void write(const Member& member, int ne, int n, const int* rank,
+                                    const StridedMatrix<Scalar>& out) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](const int c) {
+      const int rc = rank[c];
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, n),
+                           [&](const int r) { out(r, rc) = J[r + std::size_t(ne) * c]; });
+    });
+  }
+};
+
+/// J in registers for a compile-time n' = NE (gram_evd_register_size):
+/// thread t of a team of T owns rows t, t + T, ... (Rows of them; one on a
+/// GPU, whose teams have at least NE threads, all NE on the host backends,
+/// whose teams have one thread; rows past NE stay zero). Each step's pairs
+/// must sit in fixed register slots for the indices to be compile-time
+/// constants, so the columns travel round the circle of round_robin_pair:
+/// slot p < NE - 1 holds column (step + p) mod (NE - 1), slot NE - 1 column
+/// NE - 1. Pair 0 of the step is then slots (0, NE - 1) and pair k > 0 slots
+/// (k, NE - 1 - k), and a step ends with one shift of the ring; after whole
+/// sweeps every column is back in its own slot. Against J in scratch (four
+/// shared accesses per row and rotation, plus the rotation's parameters) a
+/// rotation costs two broadcast loads of (c, s) per warp, and J's n'^2
+/// scalars leave scratch: more teams per SM, and n = 64 fits in double.
+template <class Scalar, int NE, int Rows>
+struct RegisterEigenvectors {
+  static_assert(NE >= 8 && NE % 2 == 0 && Rows >= 1, "an even size of at least 8");
+  static constexpr int ring = NE - 1;
+  Scalar v[Rows][NE];
+
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void set_identity(const Member& member, int /*ne*/) {
+    const int t = member.team_rank(), T = member.team_size();
+    KWSVD_UNROLL
+    for (int q = 0; q < Rows; ++q) {
+      KWSVD_UNROLL
+      for (int k = 0; k < NE; ++k)
+        v[q][k] = k == t + q * T ? Scalar(1) : Scalar(0);
+    }
+  }
+
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void rotate(const Member& /*member*/, int /*ne*/, int step,
+                                     const GramEvdScratch<Scalar>& ws) {
+    KWSVD_UNROLL
+    for (int k = 0; k < NE / 2; ++k) {
+      const Scalar s = ws.s[k];
+      if (s == Scalar(0))
+        continue;  // the same k for every thread: no divergence
+      const Scalar c = ws.c[k];
+      // The rotation acts on columns (i, j), i < j (round_robin_pair); slot
+      // k holds column a, slot NE - 1 - k column b. When a > b the roles of
+      // the slots swap, which is the same rotation with -s.
+      bool ordered = true;
+      if (k > 0) {
+        int a = step + k, b = step - k;
+        a -= a >= ring ? ring : 0;
+        b += b < 0 ? ring : 0;
+        ordered = a < b;
+      }
+      const Scalar sk = ordered ? s : -s;
+      KWSVD_UNROLL
+      for (int q = 0; q < Rows; ++q) {
+        const Scalar x = v[q][k], y = v[q][NE - 1 - k];
+        v[q][k] = c * x - sk * y;
+        v[q][NE - 1 - k] = sk * x + c * y;
+      }
+    }
+    // Next step: slot p takes the column of slot p + 1 (mod NE - 1).
+    KWSVD_UNROLL
+    for (int q = 0; q < Rows; ++q) {
+      const Scalar first = v[q][0];
+      KWSVD_UNROLL
+      for (int p = 0; p + 1 < ring; ++p)
+        v[q][p] = v[q][p + 1];
+      v[q][ring - 1] = first;
+    }
+  }
+
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void write(const Member& member, int /*ne*/, int n, const int* rank,
+                                    const StridedMatrix<Scalar>& out) const {
+    const int t = member.team_rank(), T = member.team_size();
+    KWSVD_UNROLL
+    for (int q = 0; q < Rows; ++q) {
+      const int row = t + q * T;
+      if (row < n) {
+        KWSVD_UNROLL
+        for (int k = 0; k < NE; ++k)
+          if (k < n)
+            out(row, rank[k]) = v[q][k];
+      }
+    }
+  }
+};
+
 /// The EVD B = J diag(lambda) J^T of the team's symmetric matrix (upper
-/// triangle read). Collective over the team.
-template <class Member, class Scalar>
+/// triangle read), J accumulated in `vecs` (ScratchEigenvectors or
+/// RegisterEigenvectors). Collective over the team.
+template <class Member, class Scalar, class Eigenvectors>
 KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
                                           const StridedMatrix<const Scalar>& A, int n,
                                           const GramEvdScratch<Scalar>& ws,
                                           const GramEvdOutput<Scalar>& out,
-                                          const GramEvdControl<Scalar>& ctl) {
+                                          const GramEvdControl<Scalar>& ctl, Eigenvectors& vecs) {
   const int ne = n + (n & 1);
   const int w = ne / 2;
-  const std::size_t ld = std::size_t(ne);                  // J
   const std::size_t ldb = std::size_t(gram_evd_ld_b(ne));  // B
   Scalar* const B = ws.B;
-  Scalar* const J = ws.J;
 
   // 1. Load the upper triangle into both triangles (odd n: zero last row and
   //    column), J = I, and the largest magnitude (non-finite counts as Inf).
@@ -131,11 +301,7 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
         return inside ? (row <= col ? A(row, col) : A(col, row)) : Scalar(0);
       },
       B, ldb);
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, ne), [&](const int col) {
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ne), [&](const int row) {
-      J[row + ld * col] = row == col ? Scalar(1) : Scalar(0);
-    });
-  });
+  vecs.set_identity(member, ne);
 
   if (!(amax < scalar_limits<Scalar>::infinity())) {
     poison_values(member, out.lambda, n, out.lambda_stride);
@@ -287,26 +453,8 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
         bil = cp * yil - sp * yjl;
         bjl = sp * yil + cp * yjl;
       });
-      // ... and J <- J G (no barrier between: the two loops touch disjoint
-      // arrays). An item rotates rows r and r + n'/2 of the pair's two
-      // columns, which halves the loads of the pair's (c, s, i, j).
-      const int half = ne / 2;
-      const float inv_half = 1.0f / float(half > 0 ? half : 1);
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, w * half), [&](const int q) {
-        const int P = small_quotient(q, inv_half), r = q - P * half;
-        const Scalar sp = ws.s[P];
-        if (sp == Scalar(0))
-          return;
-        const Scalar cp = ws.c[P];
-        const int ij = ws.pair_ij[P];
-        Scalar* const ji = J + ld * (ij & 0xffff);
-        Scalar* const jj = J + ld * (ij >> 16);
-        const Scalar x0 = ji[r], y0 = jj[r], x1 = ji[r + half], y1 = jj[r + half];
-        ji[r] = cp * x0 - sp * y0;
-        jj[r] = sp * x0 + cp * y0;
-        ji[r + half] = cp * x1 - sp * y1;
-        jj[r + half] = sp * x1 + cp * y1;
-      });
+      // ... and J <- J G (no barrier between: the two touch disjoint arrays).
+      vecs.rotate(member, ne, step, ws);
       member.team_barrier();
     }
     converged = *flag == 0;
@@ -326,13 +474,16 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
     }
     return rank;
   };
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](const int c) {
-    const int rank = rank_of(c);
-    Kokkos::single(Kokkos::PerThread(member),
-                   [&]() { out.lambda[rank * out.lambda_stride] = B[c + ldb * c] * unscale; });
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, n),
-                         [&](const int r) { out.J(r, rank) = J[r + ld * c]; });
+  // The block table is done with (the last step ended in a barrier): it
+  // takes the ranks.
+  int* const rank = ws.blocks;
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n), [&](const int c) {
+    const int rc = rank_of(c);
+    rank[c] = rc;
+    out.lambda[rc * out.lambda_stride] = B[c + ldb * c] * unscale;
   });
+  member.team_barrier();
+  vecs.write(member, ne, n, rank, out.J);
   write_info(member, out.info, sweeps, converged, false);
 }
 

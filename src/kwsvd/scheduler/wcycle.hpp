@@ -48,15 +48,25 @@ namespace kwsvd::Impl {
 /// the kernel's largest n).
 template <class ExecSpace, class Scalar>
 bool gram_evd_fits_within(int n, std::size_t limit) {
-  return n <= gram_evd_max_n && gram_evd_scratch_bytes<ExecSpace, Scalar>(n) <= limit;
+  return n <= gram_evd_max_n &&
+         gram_evd_scratch_bytes<ExecSpace, Scalar>(
+             n, !gram_evd_j_in_registers<ExecSpace, Scalar>(n, limit)) <= limit;
 }
 
 /// The widest block w (of 48, 32, 24, 16, 8) whose 2w x 2w Gram EVD fits
-/// `limit` bytes of level-0 scratch (default: ExecSpace's); 0 when none does.
+/// `limit` bytes of level-0 scratch (default: ExecSpace's) with J in scratch
+/// too; 0 when none does. Wider blocks whose EVD would keep J in registers
+/// (w = 32 in double on a GPU) are left to SvdOptions::level_widths: that
+/// EVD is slower per pair, which the engine's GEMM model does not see. On
+/// the H200's Table IV (double, 200 matrices) w = 32 against 24 takes
+/// 14.2 ms against 18.0 at 128^2, but 14.6 against 11.4 at 100^2, 92 against
+/// 87 at 256^2 and 639 against 568 at 512^2. `any_evd`: count those too.
 template <class ExecSpace, class Scalar>
-int widest_evd_block(std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>())) {
+int widest_evd_block(std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>()),
+                     bool any_evd = false) {
   for (int w : {48, 32, 24, 16, 8})
-    if (gram_evd_fits_within<ExecSpace, Scalar>(2 * w, limit))
+    if (gram_evd_fits_within<ExecSpace, Scalar>(2 * w, limit) &&
+        (any_evd || !gram_evd_j_in_registers<ExecSpace, Scalar>(2 * w, limit)))
       return w;
   return 0;
 }
@@ -300,7 +310,7 @@ class WcycleLevelSolver {
             fn, "options.level_widths",
             "must end with a width whose 2w x 2w Gram EVD fits the " + std::to_string(limit_) +
                 " bytes of level-0 scratch planned with on " + std::string(ExecSpace::name()) +
-                " (w <= " + std::to_string(widest_evd_block<ExecSpace, Scalar>(limit_)) +
+                " (w <= " + std::to_string(widest_evd_block<ExecSpace, Scalar>(limit_, true)) +
                 " of 48, 32, 24, 16, 8); got " + format_widths(lw));
       }
       for (int w : lw) {

@@ -15,7 +15,13 @@ namespace kwsvd::Impl {
 /// two); otherwise 128
 /// threads, and 256 for the larger double blocks (whose scratch allows few
 /// teams per SM, so each team needs its own parallelism) and for n = 64.
-inline int gram_evd_team_threads(int n, long batch, int scalar_bytes) {
+///
+/// With J in registers (gram_evd_register_size) every thread holds a row of
+/// J, so the team is the fewest whole warps that cover n: more threads add
+/// registers without adding J's parallelism.
+inline int gram_evd_team_threads(int n, long batch, int scalar_bytes, bool j_in_registers) {
+  if (j_in_registers)
+    return (n + (n & 1) + 31) / 32 * 32;
   if (n <= 16)
     return batch >= 5000 ? 32 : 128;
   if (n <= 32)
