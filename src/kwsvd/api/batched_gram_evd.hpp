@@ -88,8 +88,9 @@ struct BatchedGramEvdFunctor {
 };
 
 /// One launch of BatchedGramEvdFunctor<ExecSpace, Scalar, RegisterN>.
-/// `threads`: the team size asked for (0: tuned).
-template <int RegisterN, class ExecSpace, class Scalar>
+/// `threads`: the team size asked for. MinTeams: the register cap of the
+/// J-in-registers variant (Kokkos::LaunchBounds' minimum blocks per SM).
+template <int RegisterN, int MinTeams, class ExecSpace, class Scalar>
 void launch_gram_evd(const ExecSpace& exec, const BatchedGramEvdFunctor<ExecSpace, Scalar, 0>& f,
                      int batch, int threads) {
   using Functor = BatchedGramEvdFunctor<ExecSpace, Scalar, RegisterN>;
@@ -108,12 +109,9 @@ void launch_gram_evd(const ExecSpace& exec, const BatchedGramEvdFunctor<ExecSpac
   if constexpr (RegisterN > 0) {
     // A thread per row of J on a GPU (at least RegisterN threads, 64 at
     // most); one on the host, which owns every row. No vector lanes: the
-    // code between the team's loops runs on each lane. Registers uncapped:
-    // at n = 64 in double ptxas takes 237 (4 teams per SM); capped at 168
-    // (6 teams) it spills, and on the H200 batches of 1000 slowed from 4.8
-    // to 6.1 ms while 10000 sped up by 5% (41.1 ms). The W-cycle's launches
-    // are of the smaller kind.
-    using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<64, 1>>;
+    // code between the team's loops runs on each lane. Registers capped or
+    // not by the batch (gram_evd_register_capped).
+    using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<64, MinTeams>>;
     int team = 1;
     if (runs_off_host<ExecSpace>()) {
       const int least = (RegisterN + 31) / 32 * 32;
@@ -150,6 +148,22 @@ void launch_gram_evd(const ExecSpace& exec, const BatchedGramEvdFunctor<ExecSpac
     policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
     Kokkos::parallel_for("kwsvd::batched_gram_evd", policy, functor);
   }
+}
+
+/// launch_gram_evd with J in registers, its register cap chosen by the
+/// batch on a GPU (none on the host, where registers are no concern).
+template <int RegisterN, class ExecSpace, class Scalar>
+void launch_gram_evd_registers(const ExecSpace& exec,
+                               const BatchedGramEvdFunctor<ExecSpace, Scalar, 0>& f, int batch,
+                               int threads) {
+  if constexpr (runs_off_host<ExecSpace>()) {
+    if (gram_evd_register_capped(batch)) {
+      constexpr int teams = gram_evd_register_capped_teams(RegisterN, int(sizeof(Scalar)));
+      launch_gram_evd<RegisterN, teams>(exec, f, batch, threads);
+      return;
+    }
+  }
+  launch_gram_evd<RegisterN, 1>(exec, f, batch, threads);
 }
 
 /// batched_gram_evd with an optional per-matrix skip list: skip[b] != 0
@@ -250,19 +264,19 @@ void batched_gram_evd_skipping(const ExecSpace& exec, const BView& B, const Lamb
           : Impl::gram_evd_team_threads(int(n), long(batch), int(sizeof(Scalar)), in_registers);
   switch (in_registers ? int(n + (n & 1)) : 0) {
     case 16:
-      Impl::launch_gram_evd<16>(exec, functor, int(batch), threads);
+      Impl::launch_gram_evd_registers<16>(exec, functor, int(batch), threads);
       break;
     case 32:
-      Impl::launch_gram_evd<32>(exec, functor, int(batch), threads);
+      Impl::launch_gram_evd_registers<32>(exec, functor, int(batch), threads);
       break;
     case 48:
-      Impl::launch_gram_evd<48>(exec, functor, int(batch), threads);
+      Impl::launch_gram_evd_registers<48>(exec, functor, int(batch), threads);
       break;
     case 64:
-      Impl::launch_gram_evd<64>(exec, functor, int(batch), threads);
+      Impl::launch_gram_evd_registers<64>(exec, functor, int(batch), threads);
       break;
     default:
-      Impl::launch_gram_evd<0>(exec, functor, int(batch), threads);
+      Impl::launch_gram_evd<0, 1>(exec, functor, int(batch), threads);
       break;
   }
 }
