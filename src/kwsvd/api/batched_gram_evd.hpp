@@ -87,49 +87,36 @@ struct BatchedGramEvdFunctor {
   }
 };
 
+/// Launches `functor` with Policy = TeamPolicy<ExecSpace, Bounds>: teams of
+/// `wanted` threads (times `lanes` vector lanes), clamped to what the backend
+/// allows, and at least `least` of them.
+template <class Bounds, class ExecSpace, class Functor>
+void launch_gram_evd_teams(const ExecSpace& exec, const Functor& functor, int batch, int wanted,
+                           int lanes, int least, std::size_t scratch) {
+  using Policy = Kokkos::TeamPolicy<ExecSpace, Bounds>;
+  Policy probe(exec, batch, 1, lanes);
+  probe.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
+  const int team_max = probe.team_size_max(functor, Kokkos::ParallelForTag());
+  const int team = wanted < team_max ? wanted : team_max;
+  if (team < least) {
+    throw_invalid_argument("kwsvd::batched_gram_evd", "n",
+                           "needs " + std::to_string(least) +
+                               " threads per team, the backend allows " + std::to_string(team_max));
+  }
+  Policy policy(exec, batch, team, lanes);
+  policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
+  Kokkos::parallel_for("kwsvd::batched_gram_evd", policy, functor);
+}
+
 /// One launch of BatchedGramEvdFunctor<ExecSpace, Scalar, RegisterN>.
-/// `threads`: the team size asked for. MinTeams: the register cap of the
-/// J-in-registers variant (Kokkos::LaunchBounds' minimum blocks per SM).
-template <int RegisterN, int MinTeams, class ExecSpace, class Scalar>
-void launch_gram_evd(const ExecSpace& exec, const BatchedGramEvdFunctor<ExecSpace, Scalar, 0>& f,
-                     int batch, int threads) {
-  using Functor = BatchedGramEvdFunctor<ExecSpace, Scalar, RegisterN>;
-  const Functor functor{f.B,
-                        f.b_batch_stride,
-                        f.lambda,
-                        f.lambda_batch_stride,
-                        f.lambda_stride,
-                        f.J,
-                        f.j_batch_stride,
-                        f.info,
-                        f.n,
-                        f.control,
-                        f.skip};
-  const std::size_t scratch = Impl::gram_evd_scratch_bytes<ExecSpace, Scalar>(f.n, RegisterN == 0);
-  if constexpr (RegisterN > 0) {
-    // A thread per row of J on a GPU (at least RegisterN threads, 64 at
-    // most); one on the host, which owns every row. No vector lanes: the
-    // code between the team's loops runs on each lane. Registers capped or
-    // not by the batch (gram_evd_register_capped).
-    using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<64, MinTeams>>;
-    int team = 1;
-    if (runs_off_host<ExecSpace>()) {
-      const int least = (RegisterN + 31) / 32 * 32;
-      team = threads > least ? threads : least;
-      Policy probe(exec, batch, 1, 1);
-      probe.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
-      const int team_max = probe.team_size_max(functor, Kokkos::ParallelForTag());
-      team = team < team_max ? team : team_max;
-      if (team < RegisterN)
-        throw_invalid_argument("kwsvd::batched_gram_evd", "n",
-                               "needs " + std::to_string(RegisterN) +
-                                   " threads per team, the backend allows " +
-                                   std::to_string(team_max));
-    }
-    Policy policy(exec, batch, team, 1);
-    policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
-    Kokkos::parallel_for("kwsvd::batched_gram_evd", policy, functor);
-  } else {
+/// `threads`: the team size asked for.
+template <int RegisterN, class ExecSpace, class Scalar>
+void launch_gram_evd(const ExecSpace& exec,
+                     const BatchedGramEvdFunctor<ExecSpace, Scalar, RegisterN>& functor, int batch,
+                     int threads) {
+  const std::size_t scratch =
+      Impl::gram_evd_scratch_bytes<ExecSpace, Scalar>(functor.n, RegisterN == 0);
+  if constexpr (RegisterN == 0) {
     // Vector lanes only serve the column loops that load and store the
     // matrix; every per-step loop is spread over all threads of the team.
     int lanes = 8;
@@ -138,32 +125,26 @@ void launch_gram_evd(const ExecSpace& exec, const BatchedGramEvdFunctor<ExecSpac
     // At most 256 threads, and registers capped for 4 such teams (64 per
     // thread): the kernel is bound by shared-memory traffic and latency, so
     // resident teams matter more than registers (74 uncapped in double).
-    using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<256, 4>>;
-    Policy probe(exec, batch, 1, lanes);
-    probe.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
-    const int team_max = probe.team_size_max(functor, Kokkos::ParallelForTag());
-    const int wanted = threads / lanes;
-    const int team = wanted < team_max ? wanted : team_max;
-    Policy policy(exec, batch, team, lanes);
-    policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
-    Kokkos::parallel_for("kwsvd::batched_gram_evd", policy, functor);
-  }
-}
-
-/// launch_gram_evd with J in registers, its register cap chosen by the
-/// batch on a GPU (none on the host, where registers are no concern).
-template <int RegisterN, class ExecSpace, class Scalar>
-void launch_gram_evd_registers(const ExecSpace& exec,
-                               const BatchedGramEvdFunctor<ExecSpace, Scalar, 0>& f, int batch,
-                               int threads) {
-  if constexpr (runs_off_host<ExecSpace>()) {
+    launch_gram_evd_teams<Kokkos::LaunchBounds<256, 4>>(exec, functor, batch, threads / lanes,
+                                                        lanes, 1, scratch);
+  } else if constexpr (!runs_off_host<ExecSpace>()) {
+    // The host's team has one thread, which owns every row of J.
+    launch_gram_evd_teams<Kokkos::LaunchBounds<64, 1>>(exec, functor, batch, 1, 1, 1, scratch);
+  } else {
+    // A thread per row of J (at least RegisterN threads, 64 at most). No
+    // vector lanes: the code between the team's loops runs on each lane.
+    // Registers capped or not by the batch (gram_evd_register_capped).
+    const int least = (RegisterN + 31) / 32 * 32;
+    const int wanted = threads > least ? threads : least;
+    constexpr int capped = gram_evd_register_capped_teams(RegisterN, int(sizeof(Scalar)));
     if (gram_evd_register_capped(batch)) {
-      constexpr int teams = gram_evd_register_capped_teams(RegisterN, int(sizeof(Scalar)));
-      launch_gram_evd<RegisterN, teams>(exec, f, batch, threads);
-      return;
+      launch_gram_evd_teams<Kokkos::LaunchBounds<64, capped>>(exec, functor, batch, wanted, 1,
+                                                              RegisterN, scratch);
+    } else {
+      launch_gram_evd_teams<Kokkos::LaunchBounds<64, 1>>(exec, functor, batch, wanted, 1, RegisterN,
+                                                         scratch);
     }
   }
-  launch_gram_evd<RegisterN, 1>(exec, f, batch, threads);
 }
 
 /// batched_gram_evd with an optional per-matrix skip list: skip[b] != 0
@@ -243,42 +224,29 @@ void batched_gram_evd_skipping(const ExecSpace& exec, const BView& B, const Lamb
   }
 
   const Scalar tol = Impl::resolved_tolerance<Scalar>(options.tolerance);
-  const Impl::BatchedGramEvdFunctor<ExecSpace, Scalar, 0> functor{
-      Impl::matrix_of<const Scalar>(B, 0),
-      std::ptrdiff_t(B.stride(0)),
-      lambda.data(),
-      std::ptrdiff_t(lambda.stride(0)),
-      std::ptrdiff_t(lambda.stride(1)),
-      Impl::matrix_of<Scalar>(J, 0),
-      std::ptrdiff_t(J.stride(0)),
-      info.data(),
-      int(n),
-      Impl::GramEvdControl<Scalar>{tol, options.max_sweeps, options.sweeps, options.order,
-                                   options.positive_semidefinite},
-      skip};
   const bool in_registers = Impl::gram_evd_j_in_registers<ExecSpace, Scalar>(
       int(n), std::size_t(Impl::team_scratch_bytes_max<ExecSpace>()));
   const int threads =
       options.team_threads > 0
           ? options.team_threads
           : Impl::gram_evd_team_threads(int(n), long(batch), int(sizeof(Scalar)), in_registers);
-  switch (in_registers ? int(n + (n & 1)) : 0) {
-    case 16:
-      Impl::launch_gram_evd_registers<16>(exec, functor, int(batch), threads);
-      break;
-    case 32:
-      Impl::launch_gram_evd_registers<32>(exec, functor, int(batch), threads);
-      break;
-    case 48:
-      Impl::launch_gram_evd_registers<48>(exec, functor, int(batch), threads);
-      break;
-    case 64:
-      Impl::launch_gram_evd_registers<64>(exec, functor, int(batch), threads);
-      break;
-    default:
-      Impl::launch_gram_evd<0, 1>(exec, functor, int(batch), threads);
-      break;
-  }
+  Impl::with_gram_evd_register_size(in_registers ? int(n + (n & 1)) : 0, [&](auto size) {
+    constexpr int register_n = decltype(size)::value;
+    const Impl::BatchedGramEvdFunctor<ExecSpace, Scalar, register_n> functor{
+        Impl::matrix_of<const Scalar>(B, 0),
+        std::ptrdiff_t(B.stride(0)),
+        lambda.data(),
+        std::ptrdiff_t(lambda.stride(0)),
+        std::ptrdiff_t(lambda.stride(1)),
+        Impl::matrix_of<Scalar>(J, 0),
+        std::ptrdiff_t(J.stride(0)),
+        info.data(),
+        int(n),
+        Impl::GramEvdControl<Scalar>{tol, options.max_sweeps, options.sweeps, options.order,
+                                     options.positive_semidefinite},
+        skip};
+    Impl::launch_gram_evd(exec, functor, int(batch), threads);
+  });
 }
 
 }  // namespace Impl

@@ -19,6 +19,8 @@
 // current B, then the update.
 
 #include <cstddef>
+#include <type_traits>
+#include <utility>
 
 #include "kwsvd/api/options.hpp"
 #include "kwsvd/impl/index_math.hpp"
@@ -43,8 +45,33 @@ constexpr int gram_evd_max_n = 2048;
 /// Even sizes n' whose eigenvectors the kernel can keep in registers
 /// (RegisterEigenvectors): the block widths the W-cycle plans (2w for w in
 /// 8, 16, 24, 32).
-KOKKOS_INLINE_FUNCTION constexpr bool gram_evd_register_size(int n_even) {
-  return n_even == 16 || n_even == 32 || n_even == 48 || n_even == 64;
+using GramEvdRegisterSizes = std::integer_sequence<int, 16, 32, 48, 64>;
+
+template <int... Sizes>
+constexpr bool is_one_of(int n_even, std::integer_sequence<int, Sizes...>) {
+  return ((n_even == Sizes) || ...);
+}
+
+inline constexpr bool gram_evd_register_size(int n_even) {
+  return is_one_of(n_even, GramEvdRegisterSizes{});
+}
+
+/// f(std::integral_constant<int, n_even>()) when n_even is one of
+/// GramEvdRegisterSizes, else f(std::integral_constant<int, 0>()): the
+/// compile-time size of RegisterEigenvectors from a run-time one.
+template <class F, int First, int... Rest>
+void with_gram_evd_register_size(int n_even, const F& f,
+                                 std::integer_sequence<int, First, Rest...>) {
+  if (n_even == First)
+    f(std::integral_constant<int, First>());
+  else if constexpr (sizeof...(Rest) > 0)
+    with_gram_evd_register_size(n_even, f, std::integer_sequence<int, Rest...>());
+  else
+    f(std::integral_constant<int, 0>());
+}
+template <class F>
+void with_gram_evd_register_size(int n_even, const F& f) {
+  with_gram_evd_register_size(n_even, f, GramEvdRegisterSizes());
 }
 
 /// Scratch one team needs for an n x n EVD: B (n' x n', leading dimension
