@@ -55,27 +55,20 @@ struct BatchedGramEvdFunctor {
       return;
     }
     const std::size_t ne = std::size_t(n + (n & 1)), pairs = ne / 2;
-    const std::size_t blocks = pairs * (pairs + 1) / 2;
     // Carved exactly as gram_evd_scratch_bytes sized them.
     ScratchVector<Scalar> Bs(member.team_scratch(0),
                              ne * std::size_t(Impl::gram_evd_ld_b(int(ne))));
-    ScratchVector<Scalar> Js(member.team_scratch(0), RegisterN > 0 ? 0 : ne * ne);
+    ScratchVector<Scalar> Js(member.team_scratch(0),
+                             RegisterN > 0 ? 0 : ne * std::size_t(Impl::gram_evd_ld_j(int(ne))));
     ScratchVector<Scalar> c(member.team_scratch(0), pairs);
     ScratchVector<Scalar> s(member.team_scratch(0), pairs);
-    ScratchVector<Scalar> t(member.team_scratch(0), pairs);
-    ScratchVector<int> ints(member.team_scratch(0), pairs + 2 + (blocks > ne ? blocks : ne));
+    ScratchVector<int> ints(member.team_scratch(0), Impl::gram_evd_int_count(int(ne)));
     StridedMatrix<const Scalar> a = B;
     a.data += b * b_batch_stride;
     StridedMatrix<Scalar> j = J;
     j.data += b * j_batch_stride;
-    const GramEvdScratch<Scalar> ws{Bs.data(),
-                                    Js.data(),
-                                    c.data(),
-                                    s.data(),
-                                    t.data(),
-                                    ints.data(),
-                                    ints.data() + pairs,
-                                    ints.data() + pairs + 2};
+    GramEvdScratch<Scalar> ws{Bs.data(), Js.data(), c.data(), s.data(), nullptr, nullptr, nullptr};
+    ws.set_ints(ints.data(), int(ne));
     const GramEvdOutput<Scalar> out{lambda + b * lambda_batch_stride, lambda_stride, j, info + b};
     if constexpr (RegisterN > 0) {
       RegisterEigenvectors<Scalar, RegisterN, register_rows> vecs;

@@ -18,6 +18,18 @@ namespace kmath = ::Kokkos;
 namespace kmath = ::Kokkos::Experimental;
 #endif
 
+// 1 / sqrt(x). Kokkos::rsqrt (from Kokkos 4.1) is the GPU backends'
+// reciprocal square root, about half the instructions of a square root and a
+// division (within 1 ulp in double, 2 in float: CUDA's rsqrt, rsqrtf).
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION Scalar reciprocal_sqrt(Scalar x) {
+#if KOKKOS_VERSION >= 40100
+  return Kokkos::rsqrt(x);
+#else
+  return Scalar(1) / kmath::sqrt(x);
+#endif
+}
+
 // A quiet NaN usable in device code (Kokkos' numeric traits gained quiet_NaN
 // in 3.6; before that std::numeric_limits, fine on the host backends).
 template <class Scalar>

@@ -12,11 +12,12 @@
 // old ones; the kernel updates B by 2 x 2 blocks (rows of pair P, columns of
 // pair Q), so each block is read and written by one thread, in place (only the
 // upper triangle is stored during the sweeps), and all
-// blocks of the step run in parallel (Fig. 5) instead of row by row. J <- J G
-// rotates two columns per pair, also in parallel, with J in scratch
-// (ScratchEigenvectors) or, where it does not fit beside B, in registers
-// (RegisterEigenvectors). Two team barriers per step: rotations from the
-// current B, then the update.
+// blocks of the step run in parallel (Fig. 5) instead of row by row. A pair's
+// own 2 x 2 block, which no other block reads, is diagonalized by the thread
+// that computes its rotation. J <- J G rotates two columns per pair, also in
+// parallel, with J in scratch (ScratchEigenvectors) or, where it does not fit
+// beside B, in registers (RegisterEigenvectors). Two team barriers per step:
+// rotations from the current B, then the update.
 
 #include <cstddef>
 #include <type_traits>
@@ -31,12 +32,29 @@
 
 namespace kwsvd::Impl {
 
-/// Leading dimension of B in scratch: n' + 1. Threads of a warp that update
-/// blocks of one block row read B(i, k) for many k at one i; with an even
-/// leading dimension those all fall in one shared-memory bank (a 16-way
-/// conflict in double), with an odd one they spread over the banks.
+/// Leading dimensions in scratch, chosen against shared-memory bank
+/// conflicts (the kernel is bound by shared-memory traffic: Nsight Compute
+/// on an H200 at n = 16 in double, batch 10000, saw 84% of the memory
+/// pipes busy and 2.7- and 3.2-way conflicts on loads and stores).
+///
+/// B: n' + 3. A warp's block updates read entries (i, k) whose rows and
+/// columns follow the round-robin pairs; an even leading dimension puts
+/// many in one bank. Counted over every step of a sweep (32 banks of 4
+/// bytes, upper-triangle addresses), n' + 3 needs 184, 1569, 5323, 12534
+/// wavefronts in double at n' = 16, 32, 48, 64 against 248, 2035, 6301,
+/// 13900 with n' + 1, and 133, 1231, 3785, 9402 in float against 146, 1737,
+/// 3742, 10987.
 KOKKOS_INLINE_FUNCTION int gram_evd_ld_b(int n_even) {
-  return n_even + 1;
+  return n_even + 3;
+}
+
+/// J: a warp rotates n'/2 rows of 64 / n' pairs' columns; below n' = 32
+/// those columns start in the same bank when the leading dimension is n'.
+/// n' + 8 staggers them by half the banks in double: 264 wavefronts per
+/// sweep at n' = 16 against 480 (ideal 240), in float 172 against 264. From
+/// n' = 32 on a warp's rows fill the banks whatever the leading dimension.
+KOKKOS_INLINE_FUNCTION int gram_evd_ld_j(int n_even) {
+  return n_even < 32 ? n_even + 8 : n_even;
 }
 
 /// Largest n the kernel supports whatever the scratch (see small_quotient).
@@ -74,21 +92,38 @@ void with_gram_evd_register_size(int n_even, const F& f) {
   with_gram_evd_register_size(n_even, f, GramEvdRegisterSizes());
 }
 
-/// Scratch one team needs for an n x n EVD: B (n' x n', leading dimension
-/// n' + 1), J (n' x n') unless it lives in registers, n' = n rounded up to
-/// even (odd n gets a decoupled zero row and column); the step's rotations
-/// (c, s, t per pair), its pairs (one packed int each), two flags and the
-/// table of upper blocks (one packed int per block, see upper_block; at
+/// Off-diagonal 2 x 2 blocks of the upper triangle of an n' x n' matrix,
+/// one per pair of pairs: the items of a step's update of B.
+KOKKOS_INLINE_FUNCTION int gram_evd_offdiagonal_blocks(int n_even) {
+  const int w = n_even / 2;
+  return w * (w - 1) / 2;
+}
+
+/// Flags of one team (GramEvdScratch::rotated).
+constexpr int gram_evd_flag_count = 4;
+
+/// Ints of one team's scratch: the step's pairs (one packed int each), the
+/// flags and the table of off-diagonal blocks (one packed int per block; at
 /// least n' of them, reused for the eigenvalues' ranks at the end).
+KOKKOS_INLINE_FUNCTION std::size_t gram_evd_int_count(int n_even) {
+  const int blocks = gram_evd_offdiagonal_blocks(n_even);
+  return std::size_t(n_even / 2) + gram_evd_flag_count +
+         std::size_t(blocks > n_even ? blocks : n_even);
+}
+
+/// Scratch one team needs for an n x n EVD: B (n' x n', leading dimension
+/// gram_evd_ld_b), J (n' x n', gram_evd_ld_j) unless it lives in registers, n' = n rounded up to
+/// even (odd n gets a decoupled zero row and column); the step's rotations
+/// (c, s per pair) and the ints of gram_evd_int_count.
 template <class ExecSpace, class Scalar>
 std::size_t gram_evd_scratch_bytes(int n, bool j_in_scratch) {
   const std::size_t ne = std::size_t(n + (n & 1));
-  const std::size_t pairs = ne / 2;
-  const std::size_t blocks = pairs * (pairs + 1) / 2;
   return scratch_bytes_for<ExecSpace, Scalar>(ne * std::size_t(gram_evd_ld_b(int(ne)))) +
-         (j_in_scratch ? scratch_bytes_for<ExecSpace, Scalar>(ne * ne) : 0) +
-         3 * scratch_bytes_for<ExecSpace, Scalar>(pairs) +
-         scratch_bytes_for<ExecSpace, int>(pairs + 2 + (blocks > ne ? blocks : ne));
+         (j_in_scratch
+              ? scratch_bytes_for<ExecSpace, Scalar>(ne * std::size_t(gram_evd_ld_j(int(ne))))
+              : 0) +
+         2 * scratch_bytes_for<ExecSpace, Scalar>(ne / 2) +
+         scratch_bytes_for<ExecSpace, int>(gram_evd_int_count(int(ne)));
 }
 
 /// Whether the EVD of an n x n matrix keeps J in registers: only where J
@@ -116,14 +151,21 @@ std::size_t gram_evd_scratch_bytes(int n) {
 template <class Scalar>
 struct GramEvdScratch {
   Scalar* B;  // n' x n', column-major, leading dimension gram_evd_ld_b(n')
-  Scalar* J;  // n' x n', leading dimension n' (null when J is in registers)
+  Scalar* J;  // n' x n', leading dimension gram_evd_ld_j(n') (null when J is in registers)
   Scalar* c;  // per pair of the current step
   Scalar* s;
-  Scalar* t;
   int* pair_ij;  // per pair: the step's i | j << 16, i < j
-  int* rotated;  // 2 flags by sweep parity (see one_sided_jacobi_team)
-  int* blocks;   // w (w + 1) / 2 upper blocks: P | Q << 16, built once per matrix;
-                 // at the end the ranks of the eigenvalues (at least n' entries)
+  int* rotated;  // 4 flags: [0, 1] a rotation, [2, 3] a large one (see GramEvdStop)
+  int* blocks;   // w (w - 1) / 2 off-diagonal upper blocks: P | Q << 16, P < Q, built
+                 // once per matrix; at the end the ranks of the eigenvalues (n' entries)
+
+  /// Points pair_ij, rotated and blocks into `ints`, gram_evd_int_count(n')
+  /// of them.
+  KOKKOS_INLINE_FUNCTION void set_ints(int* ints, int n_even) {
+    pair_ij = ints;
+    rotated = ints + n_even / 2;
+    blocks = rotated + gram_evd_flag_count;
+  }
 };
 
 /// Where one team's results go (memory the caller owns).
@@ -167,18 +209,49 @@ KOKKOS_INLINE_FUNCTION void upper_block(int w, float inv_w1, int e, int& P, int&
   }
 }
 
+/// c = 1 / sqrt(1 + t^2) of the rotation with tangent t, by the backend's
+/// reciprocal square root instead of a square root and a division (about
+/// half the instructions in double, a quarter in float; the rotations are
+/// the longest path of a step). Double's is within 1 ulp; float's (CUDA's
+/// rsqrtf, 2 ulp) gets one Newton step, without which J misses the
+/// orthogonality bound of the tests (20 n u) at n = 32.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION Scalar rotation_cosine(Scalar t) {
+  const Scalar x = Scalar(1) + t * t;
+  const Scalar y = reciprocal_sqrt(x);
+  if constexpr (std::is_same<Scalar, double>::value)
+    return y;
+  else
+    return y + Scalar(0.5) * y * (Scalar(1) - x * y * y);
+}
+
+/// How a run to convergence finds that it has converged; every rule gives
+/// the same B and J (a step that rotates nothing changes nothing), they
+/// differ in the steps they run and the work they add to each.
+/// - sweep: a sweep without rotations (n' - 1 steps rotating nothing).
+/// - quiet_steps: n' - 1 steps in a row without rotations, also across a
+///   sweep's end (round_robin_pair's steps are cyclic): on average half a
+///   sweep sooner, for a flag read and cleared every step.
+/// - sweep_then_pass: sweep, and after a sweep whose rotations were all
+///   small (|b_ij| < sqrt(tol) sqrt(b_ii b_jj), so by the quadratic
+///   convergence of cyclic Jacobi the next sweep usually finds nothing) one
+///   pass over every pair instead of that sweep.
+/// Chosen by gram_evd_stop from H200 measurements.
+enum class GramEvdStop { sweep, quiet_steps, sweep_then_pass };
+
 /// J in level-0 scratch, any n: J <- J G rotates the two columns of every
 /// pair in place, an item rotating rows r and r + n'/2 of one pair (which
 /// halves the loads of the pair's c, s, i, j).
 template <class Scalar>
 struct ScratchEigenvectors {
-  Scalar* J;  // n' x n', leading dimension n'
+  static constexpr bool in_registers = false;
+  Scalar* J;  // n' x n', leading dimension gram_evd_ld_j(n')
 
   template <class Member>
   KOKKOS_INLINE_FUNCTION void set_identity(const Member& member, int ne) const {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, ne), [&](const int col) {
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ne), [&](const int row) {
-        J[row + std::size_t(ne) * col] = row == col ? Scalar(1) : Scalar(0);
+        J[row + std::size_t(gram_evd_ld_j(ne)) * col] = row == col ? Scalar(1) : Scalar(0);
       });
     });
   }
@@ -189,7 +262,7 @@ struct ScratchEigenvectors {
   KOKKOS_INLINE_FUNCTION void rotate(const Member& member, int ne, int /*step*/,
                                      const GramEvdScratch<Scalar>& ws) const {
     const int half = ne / 2;
-    const std::size_t ld = std::size_t(ne);
+    const std::size_t ld = std::size_t(gram_evd_ld_j(ne));
     const float inv_half = 1.0f / float(half > 0 ? half : 1);
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, half * half), [&](const int q) {
       const int P = small_quotient(q, inv_half), r = q - P * half;
@@ -211,11 +284,12 @@ struct ScratchEigenvectors {
   /// out(r, rank[c]) = J(r, c) for r, c < n.
   template <class Member>
   KOKKOS_INLINE_FUNCTION void write(const Member& member, int ne, int n, const int* rank,
-                                    const StridedMatrix<Scalar>& out) const {
+                                    const StridedMatrix<Scalar>& out, int /*step*/) const {
+    const std::size_t ldj = std::size_t(gram_evd_ld_j(ne));
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](const int c) {
       const int rc = rank[c];
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, n),
-                           [&](const int r) { out(r, rc) = J[r + std::size_t(ne) * c]; });
+                           [&](const int r) { out(r, rc) = J[r + ldj * c]; });
     });
   }
 };
@@ -237,6 +311,7 @@ template <class Scalar, int NE, int Rows>
 struct RegisterEigenvectors {
   static_assert(NE >= 8 && NE % 2 == 0 && Rows >= 1, "an even size of at least 8");
   static constexpr int ring = NE - 1;
+  static constexpr bool in_registers = true;
   Scalar v[Rows][NE];
 
   template <class Member>
@@ -288,22 +363,43 @@ struct RegisterEigenvectors {
     }
   }
 
+  /// `step`: the step the next rotate would take (the run may end
+  /// mid-sweep), so slot p < NE - 1 holds column (step + p) mod (NE - 1).
   template <class Member>
   KOKKOS_INLINE_FUNCTION void write(const Member& member, int /*ne*/, int n, const int* rank,
-                                    const StridedMatrix<Scalar>& out) const {
+                                    const StridedMatrix<Scalar>& out, int step) const {
     const int t = member.team_rank(), T = member.team_size();
     KWSVD_UNROLL
     for (int q = 0; q < Rows; ++q) {
       const int row = t + q * T;
       if (row < n) {
         KWSVD_UNROLL
-        for (int k = 0; k < NE; ++k)
-          if (k < n)
-            out(row, rank[k]) = v[q][k];
+        for (int k = 0; k < NE; ++k) {
+          int col = k == ring ? k : step + k;
+          col -= col >= ring && k != ring ? ring : 0;
+          if (col < n)
+            out(row, rank[col]) = v[q][k];
+        }
       }
     }
   }
 };
+
+/// The rule of GramEvdStop for a scalar type and eigenvector holder, from
+/// H200 measurements (ms at n = 16, batch 10000 / 1000). Double with J in
+/// scratch: quiet_steps 0.64 / 0.118 against sweep 0.69 / 0.121 and
+/// sweep_then_pass 0.68 / 0.114. Float: sweep_then_pass 0.329 / 0.074
+/// against quiet_steps 0.346 / 0.084, and faster at every float point (4 to
+/// 11%). J in registers (n = 64 in double, batch 10000): sweep 32.3 against
+/// quiet_steps 35.3 and sweep_then_pass 37.7; the count and the pass cost
+/// registers there.
+template <class Scalar, class Eigenvectors>
+KOKKOS_INLINE_FUNCTION constexpr GramEvdStop gram_evd_stop() {
+  if (Eigenvectors::in_registers)
+    return GramEvdStop::sweep;
+  return std::is_same<Scalar, double>::value ? GramEvdStop::quiet_steps
+                                             : GramEvdStop::sweep_then_pass;
+}
 
 /// The EVD B = J diag(lambda) J^T of the team's symmetric matrix (upper
 /// triangle read), J accumulated in `vecs` (ScratchEigenvectors or
@@ -345,18 +441,19 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ne),
                          [&](const int row) { B[row + ldb * col] *= scale; });
   });
-  // The block table: one scratch load per block and step instead of the
-  // index arithmetic of upper_block.
-  const int nblocks = w * (w + 1) / 2;
-  const float inv_w1 = 1.0f / float(w + 1);
+  // The table of off-diagonal blocks: one scratch load per block and step
+  // instead of the index arithmetic of upper_block. Block (P, Q), P < Q, is
+  // block (P, Q - 1) of the upper triangle of a (w - 1) x (w - 1) grid.
+  const int nblocks = gram_evd_offdiagonal_blocks(ne);
+  const float inv_w = 1.0f / float(w > 0 ? w : 1);
   Kokkos::parallel_for(Kokkos::TeamVectorRange(member, nblocks), [&](const int e) {
     int P, Q;
-    upper_block(w, inv_w1, e, P, Q);
-    ws.blocks[e] = P | (Q << 16);
+    upper_block(w - 1, inv_w, e, P, Q);
+    ws.blocks[e] = P | ((Q + 1) << 16);
   });
   Kokkos::single(Kokkos::PerTeam(member), [&]() {
-    ws.rotated[0] = 0;
-    ws.rotated[1] = 0;
+    for (int f = 0; f < gram_evd_flag_count; ++f)
+      ws.rotated[f] = 0;
   });
   member.team_barrier();
 
@@ -385,80 +482,96 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
                 ? abs_b * abs_b > ctl.tol * ctl.tol * didj
                 : abs_b > ctl.tol * kmath::sqrt(kmath::fabs(bii)) * kmath::sqrt(kmath::fabs(bjj)));
   };
-  // In fixed-sweep mode (the W-cycle's inner solve), first one pass over
-  // every pair without barriers: an input with nothing to rotate returns
-  // J = I after sweeps = 0 instead of a sweep of ne - 1 steps. In the
-  // W-cycle these are the Grams of pairs that have converged, most pairs of
-  // the late sweeps. Run to convergence, inputs nearly always rotate, so the
-  // pass is left out (a sweep that rotates nothing ends the run). The flag
-  // of sweep 1's parity is free here: that sweep clears it after its first
-  // barrier.
-  bool nothing_to_rotate = false;
-  if (ctl.fixed_sweeps > 0) {
+  // Whether any pair needs a rotation: one pass over every pair, one
+  // barrier. *mark must be 0; the pass sets it to 1 if so.
+  const auto rotation_needed = [&](int* const mark) {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, ne), [&](const int i) {
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ne), [&](const int j) {
         if (j > i && needs_rotation(B[i + ldb * i], B[j + ldb * j], B[i + ldb * j]))
-          ws.rotated[1] = 1;  // every writer stores the same value
+          *mark = 1;  // every writer stores the same value
       });
     });
     member.team_barrier();
-    nothing_to_rotate = ws.rotated[1] == 0;
-  }
+    return *mark != 0;
+  };
+  // In fixed-sweep mode (the W-cycle's inner solve), first that pass: an
+  // input with nothing to rotate returns J = I after sweeps = 0 instead of a
+  // sweep of ne - 1 steps. In the W-cycle these are the Grams of pairs that
+  // have converged, most pairs of the late sweeps. Run to convergence,
+  // inputs nearly always rotate, so the pass is left out. rotated[1] is free
+  // here: the first step clears it.
+  const bool nothing_to_rotate = ctl.fixed_sweeps > 0 && !rotation_needed(ws.rotated + 1);
   const int sweep_limit = ctl.fixed_sweeps > 0 ? ctl.fixed_sweeps : ctl.max_sweeps;
   int sweeps = 0;
+  constexpr GramEvdStop stop = gram_evd_stop<Scalar, Eigenvectors>();
+  constexpr bool mid_sweep = stop == GramEvdStop::quiet_steps;
+  int quiet = 0;      // quiet_steps: steps in a row without rotations
+  int last_step = 0;  // where the run ended in its sweep (RegisterEigenvectors)
   bool converged = ne < 2 || nothing_to_rotate;
-  while (!converged && sweeps < sweep_limit) {
-    // Pairs that rotate raise this sweep's flag (a benign race: every writer
-    // stores 1). Flags alternate by sweep parity; the next sweep's flag is
-    // cleared after this sweep's first barrier, when every thread has read it
-    // as the previous sweep's.
-    int* const flag = ws.rotated + (sweeps & 1);
-    int* const next_flag = ws.rotated + ((sweeps + 1) & 1);
+  for (int g = 0; !converged && sweeps < sweep_limit;) {
+    const int sweep_parity = sweeps & 1;
     ++sweeps;
-    for (int step = 0; step < ne - 1; ++step) {
+    for (int step = 0; step < ne - 1; ++step, ++g) {
+      // Pairs that rotate raise the flag of the step (mid_sweep) or sweep (a
+      // benign race: every writer stores 1). Flags alternate by parity: the
+      // next one is cleared after the first barrier of this step (of the
+      // sweep's first step), when every thread has read it as the previous.
+      const int parity = mid_sweep ? (g & 1) : sweep_parity;
+      int* const flag = ws.rotated + parity;
       // (a) The step's rotations, one pair per team lane, so that a single
       //     warp pays for the square roots and divisions (§II-D: the 2 x 2
       //     symmetric eigenproblem; the tangent is the one-sided kernel's).
+      //     The same thread diagonalizes the pair's own block, which no
+      //     other block reads: the update of eq. (6) (b_ii - t b_ij,
+      //     b_jj + t b_ij) avoids cancellation.
       Kokkos::parallel_for(Kokkos::TeamVectorRange(member, w), [&](const int P) {
         int i, j;
         round_robin_pair(ne, step, P, i, j);
-        const Scalar bii = B[i + ldb * i], bjj = B[j + ldb * j], bij = B[i + ldb * j];
-        const bool rotate = needs_rotation(bii, bjj, bij);
-        Scalar c = 1, s = 0, t = 0;
-        if (rotate) {
-          t = jacobi_tangent(bii, bjj, bij);
-          c = Scalar(1) / kmath::sqrt(Scalar(1) + t * t);
+        Scalar& bii = B[i + ldb * i];
+        Scalar& bjj = B[j + ldb * j];
+        Scalar& bij = B[i + ldb * j];
+        const Scalar dii = bii, djj = bjj, dij = bij;
+        Scalar c = 1, s = 0;
+        if (needs_rotation(dii, djj, dij)) {
+          const Scalar t = jacobi_tangent(dii, djj, dij);
+          c = rotation_cosine(t);
           s = t * c;
+          bii = dii - t * dij;
+          bjj = djj + t * dij;
+          bij = 0;
           *flag = 1;  // every writer stores the same value
+          if (stop == GramEvdStop::sweep_then_pass && dij * dij > ctl.tol * kmath::fabs(dii * djj))
+            ws.rotated[2 + sweep_parity] = 1;  // a large rotation
         }
         ws.pair_ij[P] = i | (j << 16);
         ws.c[P] = c;
         ws.s[P] = s;
-        ws.t[P] = t;
       });
       member.team_barrier();
-      if (step == 0)
-        Kokkos::single(Kokkos::PerTeam(member), [&]() { *next_flag = 0; });
-      // (b) B <- G^T B G by 2 x 2 blocks (eq. (7)), all blocks at once. Only
-      //     the upper triangle is kept (U(a, b) = B(min, max)): half the
-      //     stores, and every block reads and writes its four entries there.
+      if constexpr (mid_sweep) {
+        quiet = *flag != 0 ? 0 : quiet + 1;
+        if (quiet == ne - 1) {
+          converged = true;  // this step rotates nothing: B and J stay as they are
+          last_step = step;
+          break;
+        }
+      }
+      if (mid_sweep || step == 0) {
+        Kokkos::single(Kokkos::PerTeam(member), [&]() {
+          ws.rotated[parity ^ 1] = 0;
+          ws.rotated[2 + (sweep_parity ^ 1)] = 0;
+        });
+      }
+      // (b) B <- G^T B G by off-diagonal 2 x 2 blocks (eq. (7)), all at
+      //     once. Only the upper triangle is kept (U(a, b) = B(min, max)):
+      //     half the stores, and every block reads and writes its four
+      //     entries there.
       Kokkos::parallel_for(Kokkos::TeamVectorRange(member, nblocks), [&](const int e) {
         const int PQ = ws.blocks[e];
         const int P = PQ & 0xffff, Q = PQ >> 16;
         const int ij = ws.pair_ij[P];
         const int i = ij & 0xffff, j = ij >> 16;
         const Scalar cp = ws.c[P], sp = ws.s[P];
-        if (P == Q) {
-          // The pair's own 2 x 2 block becomes diagonal; the update of eq.
-          // (6) (b_ii - t b_ij, b_jj + t b_ij) avoids cancellation.
-          if (sp != Scalar(0)) {
-            const Scalar tb = ws.t[P] * B[i + ldb * j];
-            B[i + ldb * i] -= tb;
-            B[j + ldb * j] += tb;
-            B[i + ldb * j] = 0;
-          }
-          return;
-        }
         const Scalar cq = ws.c[Q], sq = ws.s[Q];
         if (sp == Scalar(0) && sq == Scalar(0))
           return;  // neither pair rotated: the block is unchanged
@@ -484,7 +597,14 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
       vecs.rotate(member, ne, step, ws);
       member.team_barrier();
     }
-    converged = *flag == 0;
+    if constexpr (!mid_sweep)
+      converged = ws.rotated[sweep_parity] == 0;
+    if constexpr (stop == GramEvdStop::sweep_then_pass) {
+      // The next sweep's flag, cleared at this sweep's first step, marks the
+      // pass; if the pass finds a pair, that sweep rotates it or one before.
+      if (!converged && ws.rotated[2 + sweep_parity] == 0 && sweeps < sweep_limit)
+        converged = !rotation_needed(ws.rotated + (sweep_parity ^ 1));
+    }
   }
 
   // 3. lambda = diag(B) (unscaled) and J, in the requested order.
@@ -510,7 +630,7 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
     out.lambda[rc * out.lambda_stride] = B[c + ldb * c] * unscale;
   });
   member.team_barrier();
-  vecs.write(member, ne, n, rank, out.J);
+  vecs.write(member, ne, n, rank, out.J, last_step);
   write_info(member, out.info, sweeps, converged, false);
 }
 
