@@ -284,7 +284,7 @@ struct ScratchEigenvectors {
   /// out(r, rank[c]) = J(r, c) for r, c < n.
   template <class Member>
   KOKKOS_INLINE_FUNCTION void write(const Member& member, int ne, int n, const int* rank,
-                                    const StridedMatrix<Scalar>& out, int /*step*/) const {
+                                    const StridedMatrix<Scalar>& out) const {
     const std::size_t ldj = std::size_t(gram_evd_ld_j(ne));
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](const int c) {
       const int rc = rank[c];
@@ -363,23 +363,19 @@ struct RegisterEigenvectors {
     }
   }
 
-  /// `step`: the step the next rotate would take (the run may end
-  /// mid-sweep), so slot p < NE - 1 holds column (step + p) mod (NE - 1).
+  /// After whole sweeps only, when slot k holds column k (gram_evd_stop).
   template <class Member>
   KOKKOS_INLINE_FUNCTION void write(const Member& member, int /*ne*/, int n, const int* rank,
-                                    const StridedMatrix<Scalar>& out, int step) const {
+                                    const StridedMatrix<Scalar>& out) const {
     const int t = member.team_rank(), T = member.team_size();
     KWSVD_UNROLL
     for (int q = 0; q < Rows; ++q) {
       const int row = t + q * T;
       if (row < n) {
         KWSVD_UNROLL
-        for (int k = 0; k < NE; ++k) {
-          int col = k == ring ? k : step + k;
-          col -= col >= ring && k != ring ? ring : 0;
-          if (col < n)
-            out(row, rank[col]) = v[q][k];
-        }
+        for (int k = 0; k < NE; ++k)
+          if (k < n)
+            out(row, rank[k]) = v[q][k];
       }
     }
   }
@@ -392,7 +388,8 @@ struct RegisterEigenvectors {
 /// against quiet_steps 0.346 / 0.084, and faster at every float point (4 to
 /// 11%). J in registers (n = 64 in double, batch 10000): sweep 32.3 against
 /// quiet_steps 35.3 and sweep_then_pass 37.7; the count and the pass cost
-/// registers there.
+/// registers there. (RegisterEigenvectors also relies on whole sweeps: its
+/// columns are back in their slots only then.)
 template <class Scalar, class Eigenvectors>
 KOKKOS_INLINE_FUNCTION constexpr GramEvdStop gram_evd_stop() {
   if (Eigenvectors::in_registers)
@@ -505,8 +502,9 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
   int sweeps = 0;
   constexpr GramEvdStop stop = gram_evd_stop<Scalar, Eigenvectors>();
   constexpr bool mid_sweep = stop == GramEvdStop::quiet_steps;
-  int quiet = 0;      // quiet_steps: steps in a row without rotations
-  int last_step = 0;  // where the run ended in its sweep (RegisterEigenvectors)
+  static_assert(!(mid_sweep && Eigenvectors::in_registers),
+                "J in registers is in column order only after whole sweeps");
+  int quiet = 0;  // quiet_steps: steps in a row without rotations
   bool converged = ne < 2 || nothing_to_rotate;
   for (int g = 0; !converged && sweeps < sweep_limit;) {
     const int sweep_parity = sweeps & 1;
@@ -552,14 +550,14 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
         quiet = *flag != 0 ? 0 : quiet + 1;
         if (quiet == ne - 1) {
           converged = true;  // this step rotates nothing: B and J stay as they are
-          last_step = step;
           break;
         }
       }
       if (mid_sweep || step == 0) {
         Kokkos::single(Kokkos::PerTeam(member), [&]() {
           ws.rotated[parity ^ 1] = 0;
-          ws.rotated[2 + (sweep_parity ^ 1)] = 0;
+          if (stop == GramEvdStop::sweep_then_pass)
+            ws.rotated[2 + (sweep_parity ^ 1)] = 0;
         });
       }
       // (b) B <- G^T B G by off-diagonal 2 x 2 blocks (eq. (7)), all at
@@ -630,7 +628,7 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
     out.lambda[rc * out.lambda_stride] = B[c + ldb * c] * unscale;
   });
   member.team_barrier();
-  vecs.write(member, ne, n, rank, out.J, last_step);
+  vecs.write(member, ne, n, rank, out.J);
   write_info(member, out.info, sweeps, converged, false);
 }
 
