@@ -117,9 +117,11 @@ TYPED_TEST_SUITE(TailoredGemm, Cases);
 TYPED_TEST(TailoredGemm, GramMatchesReferenceForEveryWidth) {
   using T = typename TestFixture::TestScalar;
   using L = typename TestFixture::TestLayout;
-  // Row groups: the backend's choice, and 3 (what a GPU runs at w = 24;
-  // on host backends, whose teams are smaller, it also runs the items that
-  // accumulate in memory).
+  // GPU row groups: the backend's choice, and 3 (summed inside the team;
+  // at w = 48, 900 threads pass the launch bounds and the GPU takes the
+  // tiles in turn in memory, as host backends always do). delta = 201: every
+  // task is one plate and the GPU teams write B directly; 16 and 64 mix one-
+  // and many-plate tasks.
   for (int w : {4, 8, 16, 24, 32, 48})
     for (int groups : {0, 3})
       for (int delta : {16, 64, 201}) {

@@ -117,24 +117,48 @@ struct TailoredGemmWork {
   Kokkos::View<PlateSegment*, memory_space> segments;
   Kokkos::View<int*, memory_space> team_begin, partial_begin;
   int teams = 0, tasks = 0, partials = 0;
+  int tasks_not_one_plate = 0;  ///< tasks of several plates, or of none (no rows)
   int w = 0, max_segment_rows = 0;
   int team_threads = 0;
-  int gram_groups = 1;  ///< row groups of a Gram team (partial slots per plate)
+  int gram_groups = 0;  ///< row groups of a GPU Gram team (0: tailored_gram_groups)
 };
 
-/// Row groups of a Gram team on a GPU: as many as the plan's T threads hold
-/// at one thread per upper tile, at most 4 (each adds a partial slot per
-/// plate to the cross-plate sum). Host backends run small teams, so 1.
-template <class ExecSpace>
+/// Largest team of both GEMMs (their launch bounds).
+template <class Scalar>
+constexpr int tailored_gemm_team_max() {
+  return sizeof(Scalar) > 4 ? 384 : 512;
+}
+
+/// Team policy of both GEMMs: a register cap that lets several teams share
+/// a multiprocessor (uncapped, the double kernels took 96 registers, two
+/// Gram teams fit, and both waited on shared-memory latency). 64 registers
+/// hold a float 4 x 4 tile with its loads; a double one needs 80 (at 64
+/// ptxas spills). Teams up to 384 (double) or 512 (float) threads.
+template <class ExecSpace, class Scalar>
+using TailoredGemmPolicy =
+    Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<tailored_gemm_team_max<Scalar>(), 2>>;
+
+/// Row groups of a Gram team on a GPU: enough that tiles x groups threads
+/// come near the plan's T, so narrow pairs still run full teams and long
+/// chunks. In double, within T: a team of 9 warps at the kernel's 80
+/// registers left room for 2 teams per multiprocessor instead of 3 (H200,
+/// w = 8 and 32); float's 64 registers leave room either way, and its w = 32
+/// teams ran 10% faster at 272 threads than at 136. At most what the launch
+/// bounds allow. The groups' tiles are summed inside the
+/// team, so the cross-plate sum sees one slot per plate whatever the count.
+/// Host backends run small teams, so 1.
+template <class ExecSpace, class Scalar>
 int tailored_gram_groups(int w, int team_threads) {
   if (!runs_off_host<ExecSpace>())
     return 1;
-  return std::max(1, std::min(4, team_threads / gram_upper_tiles(w)));
+  const int tiles = gram_upper_tiles(w);
+  const int groups = sizeof(Scalar) > 4 ? team_threads / tiles : (team_threads + tiles / 2) / tiles;
+  return std::max(1, std::min(groups, tailored_gemm_team_max<Scalar>() / tiles));
 }
 
 /// Plans a level: its tasks' row counts and the tailoring plan. Allocates.
-/// `gram_groups` > 0 sets the Gram's row groups (tests run the GPU's split
-/// on host backends); 0 lets tailored_gram_groups choose.
+/// `gram_groups` > 0 sets the GPU Gram's row groups (tests); 0 lets
+/// tailored_gram_groups choose at launch.
 template <class ExecSpace>
 TailoredGemmWork<ExecSpace> make_tailored_gemm_work(const std::vector<int>& task_rows,
                                                     const TailoringPlan& plan,
@@ -156,10 +180,12 @@ TailoredGemmWork<ExecSpace> make_tailored_gemm_work(const std::vector<int>& task
   work.partials = layout.partial_begin.back();
   work.w = plan.w;
   work.team_threads = plan.team_threads;
-  work.gram_groups =
-      gram_groups > 0 ? gram_groups : tailored_gram_groups<ExecSpace>(plan.w, plan.team_threads);
+  work.gram_groups = std::max(0, gram_groups);
   for (const auto& s : layout.segments)
     work.max_segment_rows = std::max(work.max_segment_rows, s.rows);
+  for (int t = 0; t < work.tasks; ++t)
+    work.tasks_not_one_plate +=
+        layout.partial_begin[std::size_t(t) + 1] - layout.partial_begin[std::size_t(t)] != 1;
   using Space = typename TailoredGemmWork<ExecSpace>::memory_space;
   work.segments = copy_to_device<Space>(layout.segments, "kwsvd::plate_segments");
   work.team_begin = copy_to_device<Space>(layout.team_begin, "kwsvd::plate_team_begin");
@@ -168,27 +194,25 @@ TailoredGemmWork<ExecSpace> make_tailored_gemm_work(const std::vector<int>& task
 }
 
 /// Scalars of partial-Gram workspace a level needs (one set of upper tiles
-/// per plate and row group).
+/// per plate).
 template <class ExecSpace>
 std::size_t tailored_gram_partial_size(const TailoredGemmWork<ExecSpace>& work) {
-  return std::size_t(work.partials) * work.gram_groups * gram_upper_tiles(work.w) * gemm_tile *
-         gemm_tile;
+  return std::size_t(work.partials) * gram_upper_tiles(work.w) * gemm_tile * gemm_tile;
 }
 
-/// Scratch a Gram team aims for. Its tiles stay in registers for the whole
-/// plate, so chunk length only sets how often the team synchronizes; a
-/// moderate chunk leaves room for several teams per multiprocessor, whose
-/// loads and arithmetic overlap.
+/// Scratch an in-memory Gram team (host backends) aims for: a moderate chunk
+/// that stays in the core's cache while every tile walks it.
 constexpr std::size_t tailored_gram_scratch_target = 24 * 1024;
 
 /// Longest update chunk: 32 row blocks per column group.
 constexpr int tailored_update_chunk_max = 128;
 
-/// Scratch of a Gram team with chunks of `rows` rows (16-byte aligned).
+/// Scratch of an in-memory Gram team with chunks of `rows` rows (16-byte
+/// aligned).
 template <class ExecSpace, class Scalar>
 std::size_t tailored_gram_scratch_bytes(int w, int rows) {
   return scratch_bytes_for<ExecSpace, Scalar>(
-      aligned16_extent<Scalar>(std::size_t(gram_chunk_ld(w)) * std::size_t(rows)));
+      aligned16_extent<Scalar>(std::size_t(gram_chunk_ld<Scalar>(w)) * std::size_t(rows)));
 }
 
 /// Scratch of J transposed in an update team (16-byte aligned).
@@ -198,7 +222,7 @@ std::size_t tailored_update_j_bytes(int w) {
       aligned16_extent<Scalar>(std::size_t(2 * w) * std::size_t(2 * w)));
 }
 
-/// Rows of a Gram chunk: as many as fit the target (or the device limit
+/// Rows of an in-memory Gram chunk: as many as fit the target (or the device limit
 /// when not even one row fits the target), at most the longest segment; 0
 /// when not even one row fits the device.
 template <class ExecSpace, class Scalar>
@@ -209,8 +233,9 @@ int tailored_gram_chunk_rows(int w, int max_rows) {
     limit = device_limit;
   if (tailored_gram_scratch_bytes<ExecSpace, Scalar>(w, 1) > limit)
     return 0;
-  int rows = int(std::min<std::size_t>(std::size_t(std::max(1, max_rows)),
-                                       limit / (std::size_t(gram_chunk_ld(w)) * sizeof(Scalar))));
+  int rows =
+      int(std::min<std::size_t>(std::size_t(std::max(1, max_rows)),
+                                limit / (std::size_t(gram_chunk_ld<Scalar>(w)) * sizeof(Scalar))));
   // Alignment padding: step back until the request fits.
   while (rows > 1 && tailored_gram_scratch_bytes<ExecSpace, Scalar>(w, rows) > limit)
     --rows;
@@ -239,39 +264,99 @@ int tailored_update_chunk_rows(int w, int max_rows, std::size_t reserved) {
   return fits(rows) ? rows : 0;
 }
 
-/// Team policy of both GEMMs: a register cap that lets several teams share
-/// a multiprocessor (uncapped, the double kernels took 96 registers, two
-/// Gram teams fit, and both waited on shared-memory latency). 64 registers
-/// hold a float 4 x 4 tile with its loads; a double one needs 80 (at 64
-/// ptxas spills). Teams up to 384 (double) or 512 (float) threads.
-template <class ExecSpace, class Scalar>
-using TailoredGemmPolicy =
-    Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<(sizeof(Scalar) > 4 ? 384 : 512), 2>>;
+/// Chunk rows and scratch of a GPU Gram team (gram_plate_team_pipelined).
+struct PipelinedGramShape {
+  int groups = 1, threads = 0, chunk_rows = 0;
+  std::size_t scratch = 0;  ///< bytes
+};
 
-template <class ExecSpace, class Scalar, bool ItemPerThread>
+/// Scalars of a pipelined Gram team's scratch: two chunks, or the buffer
+/// that sums the row groups' tiles when that is larger (16-byte aligned).
+template <class Scalar>
+std::size_t pipelined_gram_scratch_scalars(int w, int chunk_rows, int threads, int groups) {
+  const std::size_t chunks = 2 * std::size_t(gram_chunk_ld<Scalar>(w)) * std::size_t(chunk_rows);
+  const std::size_t sums = groups > 1 ? std::size_t(gram_group_sum_ld) * std::size_t(threads) : 0;
+  return aligned16_extent<Scalar>(std::max(chunks, sums));
+}
+
+/// The shape of a GPU Gram launch: `groups` row groups (fewer when their
+/// sum buffer would not fit the device's scratch), and chunks of as many
+/// rows as the team's prefetch registers carry (gram_prefetch_entries per
+/// thread), at most the longest segment; chunk_rows = 0 when not even one
+/// row fits.
+template <class ExecSpace, class Scalar>
+PipelinedGramShape pipelined_gram_shape(int w, int groups, int max_rows) {
+  const std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
+  const int tiles = gram_upper_tiles(w), n = 2 * w;
+  PipelinedGramShape s;
+  const auto bytes = [&](int rows, int threads, int g) {
+    return scratch_bytes_for<ExecSpace, Scalar>(
+        pipelined_gram_scratch_scalars<Scalar>(w, rows, threads, g));
+  };
+  s.groups = std::max(1, groups);
+  while (s.groups > 1 && bytes(1, tiles * s.groups, s.groups) > limit)
+    --s.groups;
+  s.threads = tiles * s.groups;
+  int rows = std::max(1, gram_prefetch_entries<Scalar>() * s.threads / n);
+  rows = std::min(rows, std::max(1, max_rows));
+  while (rows > 1 && bytes(rows, s.threads, s.groups) > limit)
+    --rows;
+  s.chunk_rows = bytes(rows, s.threads, s.groups) <= limit ? rows : 0;
+  s.scratch = bytes(std::max(1, s.chunk_rows), s.threads, s.groups);
+  return s;
+}
+
+/// The Gram teams. Pipelined (GPU backends, one thread per tile and row
+/// group): gram_plate_team_pipelined, whose teams write B itself for a
+/// task of one plate (no partial, nothing left for the cross-plate sum);
+/// otherwise gram_plate_team_in_memory.
+template <class ExecSpace, class Scalar, bool Pipelined>
 struct PairGramFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using ScratchVector = TeamScratch<ExecSpace, Scalar>;
   const BlockPairTask<Scalar>* tasks;
   const PlateSegment* segments;
   const int* team_begin;
+  const int* partial_begin;
   const int* mask;  // may be null
   Scalar* partial;
+  Scalar* B;  // task t: column-major (2w) x (2w) at B + t (2w)^2
   int w, chunk_rows, groups;
+  std::size_t scratch_scalars;  // as the launch sized the scratch
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
-    ScratchVector Xv(member.team_scratch(0),
-                     aligned16_extent<Scalar>(std::size_t(gram_chunk_ld(w)) * chunk_rows));
+    ScratchVector Xv(member.team_scratch(0), scratch_scalars);
     Scalar* const X = align16(Xv.data());
-    const std::size_t plate_size =
-        std::size_t(groups) * gram_upper_tiles(w) * gemm_tile * gemm_tile;
+    constexpr int tile_size = gemm_tile * gemm_tile;
+    const std::size_t plate_size = std::size_t(gram_upper_tiles(w)) * tile_size;
     for (int s = team_begin[member.league_rank()]; s < team_begin[member.league_rank() + 1]; ++s) {
       const PlateSegment seg = segments[s];
       const BlockPairTask<Scalar> task = tasks[seg.task];
       if (mask != nullptr && mask[task.matrix] != 0)
         continue;  // a converged matrix: nothing to compute (seed 002 Design-4)
-      gram_plate_team<ItemPerThread>(member, task, seg, w, chunk_rows, groups, X,
-                                     partial + seg.partial * plate_size);
+      Scalar* const out = partial + seg.partial * plate_size;
+      if constexpr (Pipelined) {
+        Scalar* const X1 = X + std::size_t(gram_chunk_ld<Scalar>(w)) * chunk_rows;
+        if (partial_begin[seg.task + 1] - partial_begin[seg.task] == 1) {
+          const int n = 2 * w;
+          Scalar* const Bt = B + std::size_t(seg.task) * std::size_t(n) * std::size_t(n);
+          gram_plate_team_pipelined(member, task, seg, w, chunk_rows, groups, X, X1,
+                                    [&](const int p, const int e, const Scalar v) {
+                                      int P, Q;
+                                      gram_tile_position(p, P, Q);
+                                      const int a = gemm_tile * P + e / gemm_tile;
+                                      const int b = gemm_tile * Q + e % gemm_tile;
+                                      Bt[a + n * b] = v;
+                                      Bt[b + n * a] = v;
+                                    });
+        } else {
+          gram_plate_team_pipelined(
+              member, task, seg, w, chunk_rows, groups, X, X1,
+              [&](const int p, const int e, const Scalar v) { out[p * tile_size + e] = v; });
+        }
+      } else {
+        gram_plate_team_in_memory(member, task, seg, w, chunk_rows, X, out);
+      }
     }
   }
 };
@@ -283,7 +368,8 @@ struct PairGramReduceFunctor {
   const int* mask;
   const Scalar* partial;
   Scalar* B;  // task t: column-major (2w) x (2w) at B + t (2w)^2
-  int w, groups;
+  int w;
+  bool single_plates_written;  // the Gram teams wrote B of one-plate tasks
 
   KOKKOS_INLINE_FUNCTION void operator()(const std::size_t e) const {
     const int n = 2 * w;
@@ -291,6 +377,8 @@ struct PairGramReduceFunctor {
     const int t = int(e / nn);
     const int idx = int(e - std::size_t(t) * nn);
     if (mask != nullptr && mask[tasks[t].matrix] != 0)
+      return;
+    if (single_plates_written && partial_begin[t + 1] - partial_begin[t] == 1)
       return;
     int a = idx % n, b = idx / n;
     if (a / gemm_tile > b / gemm_tile) {
@@ -303,8 +391,8 @@ struct PairGramReduceFunctor {
     const int k = (a - P * gemm_tile) * gemm_tile + (b - Q * gemm_tile);
     const std::size_t slot_size = std::size_t(gram_upper_tiles(w)) * gemm_tile * gemm_tile;
     const std::size_t at = std::size_t(tile) * gemm_tile * gemm_tile + k;
-    Scalar sum = 0;  // plates and row groups in a fixed order: the same sum run to run
-    for (int p = partial_begin[t] * groups; p < partial_begin[t + 1] * groups; ++p)
+    Scalar sum = 0;  // plates in a fixed order: the same sum run to run
+    for (int p = partial_begin[t]; p < partial_begin[t + 1]; ++p)
       sum += partial[p * slot_size + at];
     B[e] = sum;
   }
@@ -321,46 +409,79 @@ void launch_pair_gram(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& 
                       Scalar* B) {
   if (work.tasks == 0)
     return;
+  constexpr const char* fn = "kwsvd::Impl::launch_pair_gram";
   const int w = work.w;
-  if (work.teams > 0) {
-    const int chunk = tailored_gram_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows);
-    if (chunk < 1) {
-      throw_invalid_argument("kwsvd::Impl::launch_pair_gram", "work.w",
-                             "= " + std::to_string(w) + ": one row of the pair does not fit the " +
-                                 "level-0 scratch of " + ExecSpace::name());
-    }
-    const std::size_t scratch = tailored_gram_scratch_bytes<ExecSpace, Scalar>(w, chunk);
-    const int items = gram_upper_tiles(w) * work.gram_groups;
-    const PairGramFunctor<ExecSpace, Scalar, true> one_item{
-        tasks, work.segments.data(), work.team_begin.data(), mask, partial, w,
-        chunk, work.gram_groups};
+  const auto too_wide = [&]() {
+    throw_invalid_argument(fn, "work.w",
+                           "= " + std::to_string(w) + ": one row of the pair does not fit the " +
+                               "level-0 scratch of " + ExecSpace::name());
+  };
+  bool launched = false;
+  if (work.teams > 0 && runs_off_host<ExecSpace>()) {
+    const int groups = work.gram_groups > 0
+                           ? work.gram_groups
+                           : tailored_gram_groups<ExecSpace, Scalar>(w, work.team_threads);
+    const PipelinedGramShape shape =
+        pipelined_gram_shape<ExecSpace, Scalar>(w, groups, work.max_segment_rows);
+    const PairGramFunctor<ExecSpace, Scalar, true> f{
+        tasks,
+        work.segments.data(),
+        work.team_begin.data(),
+        work.partial_begin.data(),
+        mask,
+        partial,
+        B,
+        w,
+        shape.chunk_rows,
+        shape.groups,
+        pipelined_gram_scratch_scalars<Scalar>(w, std::max(1, shape.chunk_rows), shape.threads,
+                                               shape.groups)};
     TailoredGemmPolicy<ExecSpace, Scalar> probe(exec, work.teams, 1, 1);
-    probe.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
-    const int team_max = probe.team_size_max(one_item, Kokkos::ParallelForTag());
-    if (items <= team_max) {
-      // One thread per (tile, row group) item: every tile stays in
-      // registers for the whole plate.
-      TailoredGemmPolicy<ExecSpace, Scalar> policy(exec, work.teams, items, 1);
-      policy.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
-      Kokkos::parallel_for("kwsvd::tailored_gram", policy, one_item);
-    } else {
-      const PairGramFunctor<ExecSpace, Scalar, false> shared_items{
-          tasks, work.segments.data(), work.team_begin.data(), mask, partial, w,
-          chunk, work.gram_groups};
-      const int team =
-          std::max(1, std::min(items, probe.team_size_max(shared_items, Kokkos::ParallelForTag())));
-      TailoredGemmPolicy<ExecSpace, Scalar> policy(exec, work.teams, team, 1);
-      policy.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
-      Kokkos::parallel_for("kwsvd::tailored_gram_items_in_memory", policy, shared_items);
+    probe.set_scratch_size(0, Kokkos::PerTeam(int(shape.scratch)));
+    if (shape.chunk_rows > 0 && shape.threads <= probe.team_size_max(f, Kokkos::ParallelForTag())) {
+      TailoredGemmPolicy<ExecSpace, Scalar> policy(exec, work.teams, shape.threads, 1);
+      policy.set_scratch_size(0, Kokkos::PerTeam(int(shape.scratch)));
+      Kokkos::parallel_for("kwsvd::tailored_gram", policy, f);
+      launched = true;
     }
   }
+  if (work.teams > 0 && !launched) {
+    // Host backends, and tile counts past a GPU team: tiles taken in turn.
+    const int chunk = tailored_gram_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows);
+    if (chunk < 1)
+      too_wide();
+    const std::size_t scalars =
+        aligned16_extent<Scalar>(std::size_t(gram_chunk_ld<Scalar>(w)) * std::size_t(chunk));
+    const std::size_t scratch = scratch_bytes_for<ExecSpace, Scalar>(scalars);
+    const PairGramFunctor<ExecSpace, Scalar, false> f{tasks,
+                                                      work.segments.data(),
+                                                      work.team_begin.data(),
+                                                      work.partial_begin.data(),
+                                                      mask,
+                                                      partial,
+                                                      B,
+                                                      w,
+                                                      chunk,
+                                                      1,
+                                                      scalars};
+    TailoredGemmPolicy<ExecSpace, Scalar> probe(exec, work.teams, 1, 1);
+    probe.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
+    const int team = std::max(
+        1, std::min(gram_upper_tiles(w), probe.team_size_max(f, Kokkos::ParallelForTag())));
+    TailoredGemmPolicy<ExecSpace, Scalar> policy(exec, work.teams, team, 1);
+    policy.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
+    Kokkos::parallel_for("kwsvd::tailored_gram_in_memory", policy, f);
+  }
+  // The pipelined teams wrote B of every one-plate task: no second launch
+  // when that is all of them (a level of pairs no taller than a plate).
+  if (launched && work.tasks_not_one_plate == 0)
+    return;
   const std::size_t n2 = std::size_t(2 * w) * std::size_t(2 * w);
-  Kokkos::parallel_for(
-      "kwsvd::tailored_gram_reduce",
-      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::size_t>>(exec, 0,
-                                                                     std::size_t(work.tasks) * n2),
-      PairGramReduceFunctor<ExecSpace, Scalar>{tasks, work.partial_begin.data(), mask, partial, B,
-                                               w, work.gram_groups});
+  Kokkos::parallel_for("kwsvd::tailored_gram_reduce",
+                       Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::size_t>>(
+                           exec, 0, std::size_t(work.tasks) * n2),
+                       PairGramReduceFunctor<ExecSpace, Scalar>{tasks, work.partial_begin.data(),
+                                                                mask, partial, B, w, launched});
 }
 
 template <class ExecSpace, class Scalar, bool JInScratch>
