@@ -86,17 +86,12 @@ KOKKOS_INLINE_FUNCTION constexpr int gram_upper_tiles(int w) {
   return (2 * w / gemm_tile) * (2 * w / gemm_tile + 1) / 2;
 }
 
-/// Index of upper tile (P, Q), P <= Q (column by column).
-KOKKOS_INLINE_FUNCTION constexpr int gram_upper_tile(int P, int Q) {
-  return Q * (Q + 1) / 2 + P;
-}
-
 /// Tile row P <= tile column Q of upper tile p (column by column).
 KOKKOS_INLINE_FUNCTION void gram_tile_position(int p, int& P, int& Q) {
   Q = 0;
   while ((Q + 1) * (Q + 2) / 2 <= p)
     ++Q;
-  P = p - gram_upper_tile(0, Q);
+  P = p - Q * (Q + 1) / 2;
 }
 
 /// The flat order in which a team walks the rows x 2w entries of a task:
@@ -210,26 +205,24 @@ KOKKOS_INLINE_FUNCTION Scalar* align16(Scalar* p) {
   return p + offset / int(sizeof(Scalar));
 }
 
-/// 16-byte pieces of a 4-entry tile row: 2 in double, 1 in float.
+/// out[0..3] = p[0..3], p 16-byte aligned.
 template <class Scalar>
-KOKKOS_INLINE_FUNCTION constexpr int tile_row_pieces() {
-  return int(gemm_tile * sizeof(Scalar) / 16);
-}
-
-/// out = a tile row of 4 entries whose 16-byte pieces start at p,
-/// p + piece_stride, ... (16-byte aligned): one vector load per piece.
-/// Contiguous by default.
-template <class Scalar>
-KOKKOS_INLINE_FUNCTION void load_tile_row(const Scalar* p, Scalar (&out)[gemm_tile],
-                                          int piece_stride = int(16 / sizeof(Scalar))) {
+KOKKOS_INLINE_FUNCTION void load_tile_row(const Scalar* p, Scalar (&out)[gemm_tile]) {
   constexpr int per = int(16 / sizeof(Scalar));
+  const Packed16<Scalar>* q = reinterpret_cast<const Packed16<Scalar>*>(p);
   KWSVD_UNROLL
-  for (int h = 0; h < tile_row_pieces<Scalar>(); ++h) {
-    const Packed16<Scalar> v = *reinterpret_cast<const Packed16<Scalar>*>(p + h * piece_stride);
+  for (int h = 0; h < gemm_tile / per; ++h) {
+    const Packed16<Scalar> v = q[h];
     KWSVD_UNROLL
     for (int k = 0; k < per; ++k)
       out[h * per + k] = v.v[k];
   }
+}
+
+/// 16-byte pieces of a 4-entry tile row: 2 in double, 1 in float.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION constexpr int tile_row_pieces() {
+  return int(gemm_tile * sizeof(Scalar) / 16);
 }
 
 /// Leading dimension of a Gram chunk row in scratch, in scalars: a multiple
@@ -242,13 +235,6 @@ KOKKOS_INLINE_FUNCTION constexpr int gram_chunk_ld(int w) {
   return 2 * w + (sizeof(Scalar) > 4 ? 2 : gemm_tile);
 }
 
-/// Scalars between the runs of consecutive pieces in a Gram chunk row (see
-/// gram_chunk_position): one piece of each of the 2w / 4 tile rows.
-template <class Scalar>
-KOKKOS_INLINE_FUNCTION constexpr int gram_chunk_piece_stride(int w) {
-  return (2 * w / gemm_tile) * int(16 / sizeof(Scalar));
-}
-
 /// Where pair column c = 4 P + j sits in a Gram chunk row: piece
 /// k = j / (4 / pieces) of every tile row in one contiguous run, tile row P
 /// at 16 P bytes within it. A warp's threads load the same piece of
@@ -257,9 +243,9 @@ KOKKOS_INLINE_FUNCTION constexpr int gram_chunk_piece_stride(int w) {
 /// 5.9 wavefronts a load on the H200). In float a row is in natural order.
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION int gram_chunk_position(int c, int w) {
-  constexpr int per = int(16 / sizeof(Scalar));
+  constexpr int pieces = tile_row_pieces<Scalar>(), per = gemm_tile / pieces;
   const int P = c / gemm_tile, j = c - P * gemm_tile;
-  return (j / per) * gram_chunk_piece_stride<Scalar>(w) + P * per + (j % per);
+  return (j / per) * (2 * w / gemm_tile) * per + P * per + (j % per);
 }
 
 /// Copies rows [r0, r0 + rows) of the task's 2w columns into scratch X for
@@ -274,19 +260,34 @@ KOKKOS_INLINE_FUNCTION void load_gram_chunk(const Member& member, const BlockPai
   });
 }
 
+/// out = tile row P of a Gram chunk row at `row` (laid out by
+/// gram_chunk_position): one 16-byte load per piece.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION void load_gram_tile_row(const Scalar* row, int w, int P,
+                                               Scalar (&out)[gemm_tile]) {
+  constexpr int pieces = tile_row_pieces<Scalar>(), per = gemm_tile / pieces;
+  const int stride = (2 * w / gemm_tile) * per;
+  KWSVD_UNROLL
+  for (int k = 0; k < pieces; ++k) {
+    const Packed16<Scalar> v =
+        *reinterpret_cast<const Packed16<Scalar>*>(row + k * stride + P * per);
+    KWSVD_UNROLL
+    for (int i = 0; i < per; ++i)
+      out[k * per + i] = v.v[i];
+  }
+}
+
 /// acc += X(rows [r_begin, r_end), tile row P)^T X(same rows, tile row Q)
 /// on a chunk laid out by load_gram_chunk: 16 FMAs per two tile-row loads.
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION void gram_tile_rows(const Scalar* X, int w, int P, int Q, int r_begin,
                                            int r_end, GramTile<Scalar>& acc) {
-  constexpr int per = int(16 / sizeof(Scalar));
-  const int ld = gram_chunk_ld<Scalar>(w), stride = gram_chunk_piece_stride<Scalar>(w);
-  const Scalar* xp = X + r_begin * ld + P * per;
-  const Scalar* xq = X + r_begin * ld + Q * per;
-  for (int r = r_begin; r < r_end; ++r, xp += ld, xq += ld) {
+  const int ld = gram_chunk_ld<Scalar>(w);
+  const Scalar* x = X + r_begin * ld;
+  for (int r = r_begin; r < r_end; ++r, x += ld) {
     Scalar a[gemm_tile], b[gemm_tile];
-    load_tile_row(xp, a, stride);
-    load_tile_row(xq, b, stride);
+    load_gram_tile_row(x, w, P, a);
+    load_gram_tile_row(x, w, Q, b);
     KWSVD_UNROLL
     for (int i = 0; i < gemm_tile; ++i)
       KWSVD_UNROLL
@@ -401,9 +402,10 @@ constexpr int gram_group_sum_ld = gemm_tile * gemm_tile + 1;
 /// and each thread fetches its entries of chunk k + 1 before computing on
 /// chunk k, so one barrier per chunk suffices and the loads overlap the
 /// arithmetic. At the end the groups' tiles are summed in group order in
-/// scratch (the same result run to run), and put(P, Q, e, value) receives
-/// entry e (row-major in the 4 x 4 tile) of the plate's upper tile (P, Q). X0 must hold 2 chunks
-/// and gram_group_sum_ld x threads scalars when groups > 1; X1 = X0 + one chunk.
+/// scratch (the same result run to run), and put(p, e, value) receives
+/// entry e (row-major in the 4 x 4 tile) of upper tile p of the plate's
+/// Gram. X0 must hold 2 chunks and gram_group_sum_ld x threads scalars when
+/// groups > 1; X1 = X0 + one chunk.
 template <class Member, class Scalar, class Put>
 KOKKOS_INLINE_FUNCTION void gram_plate_team_pipelined(const Member& member,
                                                       const BlockPairTask<Scalar>& t,
@@ -438,7 +440,7 @@ KOKKOS_INLINE_FUNCTION void gram_plate_team_pipelined(const Member& member,
   }
   if (groups == 1) {
     for (int e = 0; e < tile_size; ++e)
-      put(own_P, own_Q, e, own.v[e]);
+      put(own_p, e, own.v[e]);
     return;
   }
   member.team_barrier();  // every chunk is consumed: X0 becomes the sum buffer
@@ -450,9 +452,7 @@ KOKKOS_INLINE_FUNCTION void gram_plate_team_pipelined(const Member& member,
     Scalar sum = 0;
     for (int g = 0; g < groups; ++g)
       sum += X0[(g * tiles + p) * gram_group_sum_ld + e];
-    int P, Q;
-    gram_tile_position(p, P, Q);
-    put(P, Q, e, sum);
+    put(p, e, sum);
   });
 }
 

@@ -71,12 +71,6 @@ inline PlateLayout build_plate_layout(const std::vector<int>& task_rows, int del
   return layout;
 }
 
-/// Whether task t is one plate, given the tasks' partial-slot offsets (a
-/// plate layout's partial_begin, on the host or the device).
-KOKKOS_INLINE_FUNCTION bool task_is_one_plate(const int* partial_begin, int t) {
-  return partial_begin[t + 1] - partial_begin[t] == 1;
-}
-
 /// A device copy of a host vector (planning time: allocates).
 template <class MemorySpace, class T>
 Kokkos::View<T*, MemorySpace> copy_to_device(const std::vector<T>& host, const std::string& label) {
@@ -190,7 +184,8 @@ TailoredGemmWork<ExecSpace> make_tailored_gemm_work(const std::vector<int>& task
   for (const auto& s : layout.segments)
     work.max_segment_rows = std::max(work.max_segment_rows, s.rows);
   for (int t = 0; t < work.tasks; ++t)
-    work.tasks_not_one_plate += !task_is_one_plate(layout.partial_begin.data(), t);
+    work.tasks_not_one_plate +=
+        layout.partial_begin[std::size_t(t) + 1] - layout.partial_begin[std::size_t(t)] != 1;
   using Space = typename TailoredGemmWork<ExecSpace>::memory_space;
   work.segments = copy_to_device<Space>(layout.segments, "kwsvd::plate_segments");
   work.team_begin = copy_to_device<Space>(layout.team_begin, "kwsvd::plate_team_begin");
@@ -212,17 +207,12 @@ constexpr std::size_t tailored_gram_scratch_target = 24 * 1024;
 /// Longest update chunk: 32 row blocks per column group.
 constexpr int tailored_update_chunk_max = 128;
 
-/// Scalars of an in-memory Gram team's scratch with chunks of `rows` rows
-/// (16-byte aligned).
-template <class Scalar>
-std::size_t in_memory_gram_scratch_scalars(int w, int rows) {
-  return aligned16_extent<Scalar>(std::size_t(gram_chunk_ld<Scalar>(w)) * std::size_t(rows));
-}
-
-/// The same in bytes.
+/// Scratch of an in-memory Gram team with chunks of `rows` rows (16-byte
+/// aligned).
 template <class ExecSpace, class Scalar>
 std::size_t tailored_gram_scratch_bytes(int w, int rows) {
-  return scratch_bytes_for<ExecSpace, Scalar>(in_memory_gram_scratch_scalars<Scalar>(w, rows));
+  return scratch_bytes_for<ExecSpace, Scalar>(
+      aligned16_extent<Scalar>(std::size_t(gram_chunk_ld<Scalar>(w)) * std::size_t(rows)));
 }
 
 /// Scratch of J transposed in an update team (16-byte aligned).
@@ -277,7 +267,7 @@ int tailored_update_chunk_rows(int w, int max_rows, std::size_t reserved) {
 /// Chunk rows and scratch of a GPU Gram team (gram_plate_team_pipelined).
 struct PipelinedGramShape {
   int groups = 1, threads = 0, chunk_rows = 0;
-  std::size_t scratch_scalars = 0;
+  std::size_t scratch = 0;  ///< bytes
 };
 
 /// Scalars of a pipelined Gram team's scratch: two chunks, or the buffer
@@ -312,7 +302,7 @@ PipelinedGramShape pipelined_gram_shape(int w, int groups, int max_rows) {
   while (rows > 1 && bytes(rows, s.threads, s.groups) > limit)
     --rows;
   s.chunk_rows = bytes(rows, s.threads, s.groups) <= limit ? rows : 0;
-  s.scratch_scalars = pipelined_gram_scratch_scalars<Scalar>(w, rows, s.threads, s.groups);
+  s.scratch = bytes(std::max(1, s.chunk_rows), s.threads, s.groups);
   return s;
 }
 
@@ -347,21 +337,22 @@ struct PairGramFunctor {
       Scalar* const out = partial + seg.partial * plate_size;
       if constexpr (Pipelined) {
         Scalar* const X1 = X + std::size_t(gram_chunk_ld<Scalar>(w)) * chunk_rows;
-        if (task_is_one_plate(partial_begin, seg.task)) {
+        if (partial_begin[seg.task + 1] - partial_begin[seg.task] == 1) {
           const int n = 2 * w;
           Scalar* const Bt = B + std::size_t(seg.task) * std::size_t(n) * std::size_t(n);
           gram_plate_team_pipelined(member, task, seg, w, chunk_rows, groups, X, X1,
-                                    [&](const int P, const int Q, const int e, const Scalar v) {
+                                    [&](const int p, const int e, const Scalar v) {
+                                      int P, Q;
+                                      gram_tile_position(p, P, Q);
                                       const int a = gemm_tile * P + e / gemm_tile;
                                       const int b = gemm_tile * Q + e % gemm_tile;
                                       Bt[a + n * b] = v;
                                       Bt[b + n * a] = v;
                                     });
         } else {
-          gram_plate_team_pipelined(member, task, seg, w, chunk_rows, groups, X, X1,
-                                    [&](const int P, const int Q, const int e, const Scalar v) {
-                                      out[gram_upper_tile(P, Q) * tile_size + e] = v;
-                                    });
+          gram_plate_team_pipelined(
+              member, task, seg, w, chunk_rows, groups, X, X1,
+              [&](const int p, const int e, const Scalar v) { out[p * tile_size + e] = v; });
         }
       } else {
         gram_plate_team_in_memory(member, task, seg, w, chunk_rows, X, out);
@@ -387,7 +378,7 @@ struct PairGramReduceFunctor {
     const int idx = int(e - std::size_t(t) * nn);
     if (mask != nullptr && mask[tasks[t].matrix] != 0)
       return;
-    if (single_plates_written && task_is_one_plate(partial_begin, t))
+    if (single_plates_written && partial_begin[t + 1] - partial_begin[t] == 1)
       return;
     int a = idx % n, b = idx / n;
     if (a / gemm_tile > b / gemm_tile) {
@@ -396,7 +387,7 @@ struct PairGramReduceFunctor {
       b = tmp;
     }
     const int P = a / gemm_tile, Q = b / gemm_tile;
-    const int tile = gram_upper_tile(P, Q);
+    const int tile = Q * (Q + 1) / 2 + P;
     const int k = (a - P * gemm_tile) * gemm_tile + (b - Q * gemm_tile);
     const std::size_t slot_size = std::size_t(gram_upper_tiles(w)) * gemm_tile * gemm_tile;
     const std::size_t at = std::size_t(tile) * gemm_tile * gemm_tile + k;
@@ -418,7 +409,13 @@ void launch_pair_gram(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& 
                       Scalar* B) {
   if (work.tasks == 0)
     return;
+  constexpr const char* fn = "kwsvd::Impl::launch_pair_gram";
   const int w = work.w;
+  const auto too_wide = [&]() {
+    throw_invalid_argument(fn, "work.w",
+                           "= " + std::to_string(w) + ": one row of the pair does not fit the " +
+                               "level-0 scratch of " + ExecSpace::name());
+  };
   bool launched = false;
   if (work.teams > 0 && runs_off_host<ExecSpace>()) {
     const int groups = work.gram_groups > 0
@@ -426,23 +423,24 @@ void launch_pair_gram(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& 
                            : tailored_gram_groups<ExecSpace, Scalar>(w, work.team_threads);
     const PipelinedGramShape shape =
         pipelined_gram_shape<ExecSpace, Scalar>(w, groups, work.max_segment_rows);
-    const PairGramFunctor<ExecSpace, Scalar, true> f{tasks,
-                                                     work.segments.data(),
-                                                     work.team_begin.data(),
-                                                     work.partial_begin.data(),
-                                                     mask,
-                                                     partial,
-                                                     B,
-                                                     w,
-                                                     shape.chunk_rows,
-                                                     shape.groups,
-                                                     shape.scratch_scalars};
-    const int scratch = int(scratch_bytes_for<ExecSpace, Scalar>(shape.scratch_scalars));
+    const PairGramFunctor<ExecSpace, Scalar, true> f{
+        tasks,
+        work.segments.data(),
+        work.team_begin.data(),
+        work.partial_begin.data(),
+        mask,
+        partial,
+        B,
+        w,
+        shape.chunk_rows,
+        shape.groups,
+        pipelined_gram_scratch_scalars<Scalar>(w, std::max(1, shape.chunk_rows), shape.threads,
+                                               shape.groups)};
     TailoredGemmPolicy<ExecSpace, Scalar> probe(exec, work.teams, 1, 1);
-    probe.set_scratch_size(0, Kokkos::PerTeam(scratch));
+    probe.set_scratch_size(0, Kokkos::PerTeam(int(shape.scratch)));
     if (shape.chunk_rows > 0 && shape.threads <= probe.team_size_max(f, Kokkos::ParallelForTag())) {
       TailoredGemmPolicy<ExecSpace, Scalar> policy(exec, work.teams, shape.threads, 1);
-      policy.set_scratch_size(0, Kokkos::PerTeam(scratch));
+      policy.set_scratch_size(0, Kokkos::PerTeam(int(shape.scratch)));
       Kokkos::parallel_for("kwsvd::tailored_gram", policy, f);
       launched = true;
     }
@@ -450,13 +448,11 @@ void launch_pair_gram(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& 
   if (work.teams > 0 && !launched) {
     // Host backends, and tile counts past a GPU team: tiles taken in turn.
     const int chunk = tailored_gram_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows);
-    if (chunk < 1) {
-      throw_invalid_argument("kwsvd::Impl::launch_pair_gram", "work.w",
-                             "= " + std::to_string(w) + ": one row of the pair does not fit the " +
-                                 "level-0 scratch of " + ExecSpace::name());
-    }
-    const std::size_t scalars = in_memory_gram_scratch_scalars<Scalar>(w, chunk);
-    const std::size_t scratch = tailored_gram_scratch_bytes<ExecSpace, Scalar>(w, chunk);
+    if (chunk < 1)
+      too_wide();
+    const std::size_t scalars =
+        aligned16_extent<Scalar>(std::size_t(gram_chunk_ld<Scalar>(w)) * std::size_t(chunk));
+    const std::size_t scratch = scratch_bytes_for<ExecSpace, Scalar>(scalars);
     const PairGramFunctor<ExecSpace, Scalar, false> f{tasks,
                                                       work.segments.data(),
                                                       work.team_begin.data(),
