@@ -144,16 +144,16 @@ constexpr int pair_load_batch = 4;
 /// for missing columns), in PairEntryWalk order; each lane first loads
 /// pair_load_batch entries spaced a team-wide slice apart (each load of a
 /// warp still contiguous), then stores them.
-template <class Member, class Scalar, class Index>
+template <int Batch = pair_load_batch, class Member, class Scalar, class Index>
 KOKKOS_INLINE_FUNCTION void load_pair_entries(const Member& member, const BlockPairTask<Scalar>& t,
                                               int w, int r0, int rows, Scalar* X, const Index& at) {
   const PairEntryWalk walk(t, w, rows);
-  const int slices = (walk.total + pair_load_batch - 1) / pair_load_batch;
+  const int slices = (walk.total + Batch - 1) / Batch;
   Kokkos::parallel_for(Kokkos::TeamVectorRange(member, slices), [&](const int b) {
-    Scalar v[pair_load_batch];
-    int dst[pair_load_batch];
+    Scalar v[Batch];
+    int dst[Batch];
     KWSVD_UNROLL
-    for (int u = 0; u < pair_load_batch; ++u) {
+    for (int u = 0; u < Batch; ++u) {
       const int e = b + u * slices;
       dst[u] = -1;
       if (e < walk.total) {
@@ -165,7 +165,7 @@ KOKKOS_INLINE_FUNCTION void load_pair_entries(const Member& member, const BlockP
       }
     }
     KWSVD_UNROLL
-    for (int u = 0; u < pair_load_batch; ++u)
+    for (int u = 0; u < Batch; ++u)
       if (dst[u] >= 0)
         X[dst[u]] = v[u];
   });
@@ -173,11 +173,11 @@ KOKKOS_INLINE_FUNCTION void load_pair_entries(const Member& member, const BlockP
 
 /// Copies rows [r0, r0 + rows) of the task's 2w columns into scratch X,
 /// column-major with leading dimension `rows` (zero for missing columns).
-template <class Member, class Scalar>
+template <int Batch = pair_load_batch, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void load_pair_rows(const Member& member, const BlockPairTask<Scalar>& t,
                                            int w, int r0, int rows, Scalar* X) {
-  load_pair_entries(member, t, w, r0, rows, X,
-                    [&](const int r, const int c) { return r + rows * c; });
+  load_pair_entries<Batch>(member, t, w, r0, rows, X,
+                           [&](const int r, const int c) { return r + rows * c; });
 }
 
 /// 16 bytes of scalars, the widest load a GPU thread issues in one
@@ -481,6 +481,19 @@ KOKKOS_INLINE_FUNCTION void load_update_rotation(const Member& member, const Sca
   });
 }
 
+/// Entries each lane of an update chunk load has in flight (Batch of
+/// load_pair_entries). Float with J in scratch: 16, all of a lane's entries
+/// of a full chunk at once; on the H200 that took the update of 1000 pairs
+/// of 512 x 48 from 0.198 to 0.180 ms and Table IV's float 512^2 from 250
+/// to 244 ms. Double keeps 4: at 8 or 16 the 80-register cap spills and
+/// the update got up to 1.4x slower; without the cap (128 to 158
+/// registers) fewer teams fit a multiprocessor and Table IV's 512^2 took
+/// 514 against 501 ms. Float with J in memory (w = 48) spills at 16 too.
+template <class Scalar, bool JInScratch>
+constexpr int update_load_batch() {
+  return sizeof(Scalar) <= 4 && JInScratch ? 16 : pair_load_batch;
+}
+
 /// The fused update of one plate segment: rows of [A_i A_j] <- rows of
 /// [A_i A_j] J. JInScratch: J was copied by load_update_rotation into Js;
 /// otherwise Js is J itself in memory (column-major, read through the
@@ -499,7 +512,8 @@ KOKKOS_INLINE_FUNCTION void update_plate_team(const Member& member, const BlockP
     const int rows = seg.rows - c0 < chunk_rows ? seg.rows - c0 : chunk_rows;
     const int row_blocks = (rows + gemm_tile - 1) / gemm_tile;
     member.team_barrier();  // the previous chunk is written back
-    load_pair_rows(member, t, w, seg.row_begin + c0, rows, X);
+    load_pair_rows<update_load_batch<Scalar, JInScratch>()>(member, t, w, seg.row_begin + c0, rows,
+                                                            X);
     member.team_barrier();
     Kokkos::parallel_for(
         Kokkos::TeamThreadRange(member, update_chunk_items(rows, w)), [&](const int e) {
