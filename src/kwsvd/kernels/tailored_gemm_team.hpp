@@ -133,17 +133,17 @@ KOKKOS_INLINE_FUNCTION void for_pair_entries(const Member& member, const BlockPa
   });
 }
 
-/// Entries each lane of load_pair_entries has in flight: a chunk load is
-/// bound by memory latency, and a lane that issued one load at a time (load,
-/// store, next) kept a multiprocessor's memory pipe mostly idle. 4 is what
-/// the double kernels hold without spilling at their register cap (8 made
-/// no difference on the H200).
+/// Entries each lane of load_pair_entries has in flight by default: a chunk
+/// load is bound by memory latency, and a lane that issued one load at a
+/// time (load, store, next) kept a multiprocessor's memory pipe mostly idle.
+/// 4 is what the double kernels hold without spilling at their register cap;
+/// the float update takes more (update_load_batch).
 constexpr int pair_load_batch = 4;
 
 /// X[at(r, c)] = entry (r0 + r, c) of the task for r < rows, c < 2w (zero
 /// for missing columns), in PairEntryWalk order; each lane first loads
-/// pair_load_batch entries spaced a team-wide slice apart (each load of a
-/// warp still contiguous), then stores them.
+/// Batch entries spaced a team-wide slice apart (each load of a warp still
+/// contiguous), then stores them.
 template <int Batch = pair_load_batch, class Member, class Scalar, class Index>
 KOKKOS_INLINE_FUNCTION void load_pair_entries(const Member& member, const BlockPairTask<Scalar>& t,
                                               int w, int r0, int rows, Scalar* X, const Index& at) {

@@ -30,6 +30,13 @@ struct PlateLayout {
   std::vector<int> partial_begin;      ///< tasks + 1 offsets: the task's partial slots
 };
 
+/// Whether task t's rows form exactly one plate (partial_begin as in
+/// PlateLayout): the GPU Gram team then writes the task's B itself, and the
+/// cross-plate sum leaves it alone.
+KOKKOS_INLINE_FUNCTION bool task_is_one_plate(const int* partial_begin, int t) {
+  return partial_begin[t + 1] - partial_begin[t] == 1;
+}
+
 /// The tailoring of Fig. 6: every task's rows are cut into floor(m / delta)
 /// standard plates of delta rows, one team each, and one residual plate of
 /// m mod delta rows; residual plates are packed, in task order, into teams of
@@ -184,8 +191,7 @@ TailoredGemmWork<ExecSpace> make_tailored_gemm_work(const std::vector<int>& task
   for (const auto& s : layout.segments)
     work.max_segment_rows = std::max(work.max_segment_rows, s.rows);
   for (int t = 0; t < work.tasks; ++t)
-    work.tasks_not_one_plate +=
-        layout.partial_begin[std::size_t(t) + 1] - layout.partial_begin[std::size_t(t)] != 1;
+    work.tasks_not_one_plate += !task_is_one_plate(layout.partial_begin.data(), t);
   using Space = typename TailoredGemmWork<ExecSpace>::memory_space;
   work.segments = copy_to_device<Space>(layout.segments, "kwsvd::plate_segments");
   work.team_begin = copy_to_device<Space>(layout.team_begin, "kwsvd::plate_team_begin");
@@ -267,7 +273,8 @@ int tailored_update_chunk_rows(int w, int max_rows, std::size_t reserved) {
 /// Chunk rows and scratch of a GPU Gram team (gram_plate_team_pipelined).
 struct PipelinedGramShape {
   int groups = 1, threads = 0, chunk_rows = 0;
-  std::size_t scratch = 0;  ///< bytes
+  std::size_t scratch_scalars = 0;  ///< pipelined_gram_scratch_scalars of this shape
+  std::size_t scratch = 0;          ///< bytes
 };
 
 /// Scalars of a pipelined Gram team's scratch: two chunks, or the buffer
@@ -302,7 +309,9 @@ PipelinedGramShape pipelined_gram_shape(int w, int groups, int max_rows) {
   while (rows > 1 && bytes(rows, s.threads, s.groups) > limit)
     --rows;
   s.chunk_rows = bytes(rows, s.threads, s.groups) <= limit ? rows : 0;
-  s.scratch = bytes(std::max(1, s.chunk_rows), s.threads, s.groups);
+  s.scratch_scalars =
+      pipelined_gram_scratch_scalars<Scalar>(w, std::max(1, s.chunk_rows), s.threads, s.groups);
+  s.scratch = scratch_bytes_for<ExecSpace, Scalar>(s.scratch_scalars);
   return s;
 }
 
@@ -337,7 +346,7 @@ struct PairGramFunctor {
       Scalar* const out = partial + seg.partial * plate_size;
       if constexpr (Pipelined) {
         Scalar* const X1 = X + std::size_t(gram_chunk_ld<Scalar>(w)) * chunk_rows;
-        if (partial_begin[seg.task + 1] - partial_begin[seg.task] == 1) {
+        if (task_is_one_plate(partial_begin, seg.task)) {
           const int n = 2 * w;
           Scalar* const Bt = B + std::size_t(seg.task) * std::size_t(n) * std::size_t(n);
           gram_plate_team_pipelined(member, task, seg, w, chunk_rows, groups, X, X1,
@@ -378,7 +387,7 @@ struct PairGramReduceFunctor {
     const int idx = int(e - std::size_t(t) * nn);
     if (mask != nullptr && mask[tasks[t].matrix] != 0)
       return;
-    if (single_plates_written && partial_begin[t + 1] - partial_begin[t] == 1)
+    if (single_plates_written && task_is_one_plate(partial_begin, t))
       return;
     int a = idx % n, b = idx / n;
     if (a / gemm_tile > b / gemm_tile) {
@@ -423,19 +432,17 @@ void launch_pair_gram(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& 
                            : tailored_gram_groups<ExecSpace, Scalar>(w, work.team_threads);
     const PipelinedGramShape shape =
         pipelined_gram_shape<ExecSpace, Scalar>(w, groups, work.max_segment_rows);
-    const PairGramFunctor<ExecSpace, Scalar, true> f{
-        tasks,
-        work.segments.data(),
-        work.team_begin.data(),
-        work.partial_begin.data(),
-        mask,
-        partial,
-        B,
-        w,
-        shape.chunk_rows,
-        shape.groups,
-        pipelined_gram_scratch_scalars<Scalar>(w, std::max(1, shape.chunk_rows), shape.threads,
-                                               shape.groups)};
+    const PairGramFunctor<ExecSpace, Scalar, true> f{tasks,
+                                                     work.segments.data(),
+                                                     work.team_begin.data(),
+                                                     work.partial_begin.data(),
+                                                     mask,
+                                                     partial,
+                                                     B,
+                                                     w,
+                                                     shape.chunk_rows,
+                                                     shape.groups,
+                                                     shape.scratch_scalars};
     TailoredGemmPolicy<ExecSpace, Scalar> probe(exec, work.teams, 1, 1);
     probe.set_scratch_size(0, Kokkos::PerTeam(int(shape.scratch)));
     if (shape.chunk_rows > 0 && shape.threads <= probe.team_size_max(f, Kokkos::ParallelForTag())) {
