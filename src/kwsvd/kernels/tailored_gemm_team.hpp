@@ -456,6 +456,91 @@ KOKKOS_INLINE_FUNCTION void gram_plate_team_pipelined(const Member& member,
   });
 }
 
+/// Whether an update chunk interleaves its rows (update_row_slot): in float
+/// an item then reads its 4 rows with one 16-byte load instead of four
+/// (H200, 1000 pairs, float 512 x 64: 0.234 -> 0.222 ms; Table IV 512^2
+/// 233 -> 227 ms). In double the two 16-byte loads that would take are
+/// 32 bytes apart across a warp's lanes, 2-way bank conflicts, and the
+/// update got slower (512 x 48: 0.268 -> 0.297 ms; Table IV 512^2 471 ->
+/// 509 ms), so double keeps rows in order.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION constexpr bool update_rows_interleaved() {
+  return sizeof(Scalar) <= 4;
+}
+
+/// Where chunk row r sits in an update chunk of `row_blocks` 4-row blocks.
+/// Interleaved: rows b, b + B, b + 2B, b + 3B (B = row_blocks), the 4 rows
+/// one update item computes, are neighbours (slots 4b..4b+3).
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION constexpr int update_row_slot(int r, int row_blocks) {
+  return update_rows_interleaved<Scalar>() ? gemm_tile * (r % row_blocks) + r / row_blocks : r;
+}
+
+/// Scalars of an update chunk buffer for chunks of up to `rows` rows: its
+/// leading dimension is 4 x the row blocks.
+KOKKOS_INLINE_FUNCTION constexpr std::size_t update_chunk_scalars(int rows, int w) {
+  return std::size_t(gemm_tile) * std::size_t((rows + gemm_tile - 1) / gemm_tile) *
+         std::size_t(2 * w);
+}
+
+/// Entries of a chunk each thread of load_update_chunk's lean path has in
+/// flight: with its positions 16 doubles fit the double kernels' 80
+/// registers, which load_pair_entries' did not.
+constexpr int column_major_load_batch = 16;
+
+/// Copies rows [r0, r0 + rows) of the task's 2w columns into the update
+/// chunk X: row r at update_row_slot(r, row_blocks), column c at ld c
+/// (ld = 4 row_blocks), zero for missing columns. A column-major task
+/// (every W-cycle task) whose row count divides the team (one thread per
+/// team rank, vector length 1) takes a lean path: thread `rank` keeps row
+/// rank % rows and walks the columns rank / rows + u (threads / rows), so
+/// an entry's position costs one add (against the divisions and selects of
+/// PairEntryWalk), 16 entries are in flight, and a warp still reads whole
+/// runs of a column. On the H200 that, with load_update_rotation's blocks
+/// and (float) the interleaved rows, took the update of 1000 pairs of
+/// 512 x 48 from 0.307 to 0.246 ms (double) and from 0.195 to 0.162 ms
+/// (float), and Table IV's 512^2 from 499 to 461 ms (double) and from 250
+/// to 228 ms (float). Other tasks go through load_pair_entries<Batch>.
+template <int Batch, class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void load_update_chunk(const Member& member, const BlockPairTask<Scalar>& t,
+                                              int w, int r0, int rows, Scalar* X) {
+  const int row_blocks = (rows + gemm_tile - 1) / gemm_tile, ld = gemm_tile * row_blocks;
+  // Zeros in the slots of the rows past the chunk's end (rows not a
+  // multiple of 4), so that the items read no stale or unset values there.
+  const int pad = ld - rows;
+  if (pad > 0) {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, pad * 2 * w), [&](const int e) {
+      X[update_row_slot<Scalar>(rows + e % pad, row_blocks) + ld * (e / pad)] = Scalar(0);
+    });
+  }
+  const int threads = member.team_size();
+  if (t.row_stride != 1 || threads % rows != 0) {
+    load_pair_entries<Batch>(member, t, w, r0, rows, X, [&](const int r, const int c) {
+      return update_row_slot<Scalar>(r, row_blocks) + ld * c;
+    });
+    return;
+  }
+  const int rank = member.team_rank(), cols = 2 * w, step = threads / rows;
+  const int r = rank % rows;
+  const Scalar* const src = t.data + (r0 + r);
+  Scalar* const dst = X + update_row_slot<Scalar>(r, row_blocks);
+  for (int c0 = rank / rows; c0 < cols; c0 += column_major_load_batch * step) {
+    Scalar v[column_major_load_batch];
+    KWSVD_UNROLL
+    for (int u = 0; u < column_major_load_batch; ++u) {
+      const int c = c0 + u * step;
+      const int col = c < cols ? t.column(c, w) : -1;
+      v[u] = col >= 0 ? src[std::ptrdiff_t(col) * t.col_stride] : Scalar(0);
+    }
+    KWSVD_UNROLL
+    for (int u = 0; u < column_major_load_batch; ++u) {
+      const int c = c0 + u * step;
+      if (c < cols)
+        dst[ld * c] = v[u];
+    }
+  }
+}
+
 /// Row blocks of one update chunk that the threads of a warp share a column
 /// group over: 8 row blocks per group, 4 groups per warp, so that a warp's
 /// X loads are 8 consecutive scalars and its J loads 4 consecutive tile rows.
@@ -471,13 +556,20 @@ KOKKOS_INLINE_FUNCTION constexpr int update_chunk_items(int rows, int w) {
 /// Copies J (2w x 2w, column-major) into scratch Jt transposed (row k of J
 /// at Jt + 2w k, 16-byte aligned), so that an update item reads the 4
 /// entries of its column group in row k with one or two vector loads.
+/// Entries are taken in blocks of 4 rows x 8 columns of J (n = 2w is a
+/// multiple of 4): a warp reads 4 consecutive scalars of each of 8 columns
+/// (whole 32-byte sectors) and its stores spread over 8 banks. Walking J
+/// down its columns, as first written, put a warp's 32 stores 2w scalars
+/// apart, all in one bank: 32-way conflicts, 57% of the update's shared
+/// store wavefronts (Nsight, H200, 512 x 48 double).
 template <class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void load_update_rotation(const Member& member, const Scalar* J, int w,
                                                  Scalar* Jt) {
   const int n = 2 * w;
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n * n), [&](const int e) {
-    const int c = e / n, k = e - c * n;
-    Jt[k * n + c] = J[e];
+    const int kk = e % gemm_tile, rest = e / gemm_tile;
+    const int c = rest % n, k = gemm_tile * (rest / n) + kk;
+    Jt[k * n + c] = J[c * n + k];
   });
 }
 
@@ -490,15 +582,16 @@ KOKKOS_INLINE_FUNCTION void load_update_rotation(const Member& member, const Sca
 /// registers) fewer teams fit a multiprocessor and Table IV's 512^2 took
 /// 514 against 501 ms. Float with J in memory (w = 48) spills at 16 too.
 template <class Scalar, bool JInScratch>
-constexpr int update_load_batch() {
+KOKKOS_INLINE_FUNCTION constexpr int update_load_batch() {
   return sizeof(Scalar) <= 4 && JInScratch ? 16 : pair_load_batch;
 }
 
 /// The fused update of one plate segment: rows of [A_i A_j] <- rows of
 /// [A_i A_j] J. JInScratch: J was copied by load_update_rotation into Js;
 /// otherwise Js is J itself in memory (column-major, read through the
-/// cache). Each chunk of rows is loaded once into X (column-major, leading
-/// dimension the chunk's rows) and both halves of J are applied to it (seed
+/// cache). Each chunk of rows is loaded once into X (load_update_chunk:
+/// column-major, leading dimension 4 x its row blocks, rows in
+/// update_row_slot order) and both halves of J are applied to it (seed
 /// 002 Design-3). Item (row block b, column group g) computes rows
 /// b + i B (i < 4, B the chunk's row blocks; a warp's threads take
 /// consecutive rows, so its stores are contiguous) of output columns
@@ -512,8 +605,8 @@ KOKKOS_INLINE_FUNCTION void update_plate_team(const Member& member, const BlockP
     const int rows = seg.rows - c0 < chunk_rows ? seg.rows - c0 : chunk_rows;
     const int row_blocks = (rows + gemm_tile - 1) / gemm_tile;
     member.team_barrier();  // the previous chunk is written back
-    load_pair_rows<update_load_batch<Scalar, JInScratch>()>(member, t, w, seg.row_begin + c0, rows,
-                                                            X);
+    load_update_chunk<update_load_batch<Scalar, JInScratch>()>(member, t, w, seg.row_begin + c0,
+                                                               rows, X);
     member.team_barrier();
     Kokkos::parallel_for(
         Kokkos::TeamThreadRange(member, update_chunk_items(rows, w)), [&](const int e) {
@@ -524,22 +617,24 @@ KOKKOS_INLINE_FUNCTION void update_plate_team(const Member& member, const BlockP
           const int rb = (run / groups) * update_lane_blocks + lane;
           if (rb >= row_blocks)
             return;
-          int r[gemm_tile];
-          KWSVD_UNROLL
-          for (int i = 0; i < gemm_tile; ++i) {
-            const int ri = rb + i * row_blocks;
-            r[i] = ri < rows ? ri : rows - 1;  // past the chunk: repeat its last row, never write
-          }
           Scalar out[gemm_tile][gemm_tile] = {};
           // Pointers advanced by one column of X and one row of J a step
-          // (no index arithmetic in the loop).
-          const Scalar* xk = X;
+          // (no index arithmetic in the loop). Interleaved, the item's rows
+          // rb + i B sit at slots 4 rb + i: one tile row, 16-byte aligned
+          // (X is). Rows past the chunk's end read zeros and are never
+          // written.
+          constexpr bool interleaved = update_rows_interleaved<Scalar>();
+          const Scalar* xk = X + (interleaved ? gemm_tile * rb : rb);
           const Scalar* jk = JInScratch ? Js + gemm_tile * g : Js + cols * (gemm_tile * g);
-          for (int k = 0; k < cols; ++k, xk += rows) {
+          for (int k = 0; k < cols; ++k, xk += gemm_tile * row_blocks) {
             Scalar x[gemm_tile], j[gemm_tile];
-            KWSVD_UNROLL
-            for (int i = 0; i < gemm_tile; ++i)
-              x[i] = xk[r[i]];
+            if constexpr (interleaved) {
+              load_tile_row(xk, x);
+            } else {
+              KWSVD_UNROLL
+              for (int i = 0; i < gemm_tile; ++i)
+                x[i] = xk[i * row_blocks];
+            }
             if constexpr (JInScratch) {
               load_tile_row(jk, j);
               jk += cols;

@@ -221,6 +221,14 @@ std::size_t tailored_gram_scratch_bytes(int w, int rows) {
       aligned16_extent<Scalar>(std::size_t(gram_chunk_ld<Scalar>(w)) * std::size_t(rows)));
 }
 
+/// Scratch of an update team's chunk buffer for chunks of `rows` rows
+/// (update_chunk_scalars, 16-byte aligned).
+template <class ExecSpace, class Scalar>
+std::size_t tailored_update_chunk_bytes(int w, int rows) {
+  return scratch_bytes_for<ExecSpace, Scalar>(
+      aligned16_extent<Scalar>(update_chunk_scalars(rows, w)));
+}
+
 /// Scratch of J transposed in an update team (16-byte aligned).
 template <class ExecSpace, class Scalar>
 std::size_t tailored_update_j_bytes(int w) {
@@ -255,9 +263,8 @@ int tailored_gram_chunk_rows(int w, int max_rows) {
 template <class ExecSpace, class Scalar>
 int tailored_update_chunk_rows(int w, int max_rows, std::size_t reserved) {
   const std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
-  const std::size_t row = std::size_t(2 * w);
   const auto fits = [&](int rows) {
-    return reserved + scratch_bytes_for<ExecSpace, Scalar>(row * std::size_t(rows)) <= limit;
+    return reserved + tailored_update_chunk_bytes<ExecSpace, Scalar>(w, rows) <= limit;
   };
   const int run = gemm_tile * update_lane_blocks;
   int rows = std::min(std::max(1, max_rows), tailored_update_chunk_max);
@@ -507,9 +514,10 @@ struct PairUpdateFunctor {
     const int n = 2 * w;
     const std::size_t nn = std::size_t(n) * n;
     // Carved as launch_pair_update sized them.
-    ScratchVector Xv(member.team_scratch(0), std::size_t(n) * chunk_rows);
+    ScratchVector Xv(member.team_scratch(0),
+                     aligned16_extent<Scalar>(update_chunk_scalars(chunk_rows, w)));
     ScratchVector Jv(member.team_scratch(0), JInScratch ? aligned16_extent<Scalar>(nn) : 0);
-    Scalar* const X = Xv.data();
+    Scalar* const X = align16(Xv.data());
     Scalar* const Js = JInScratch ? align16(Jv.data()) : nullptr;
     for (int s = team_begin[member.league_rank()]; s < team_begin[member.league_rank() + 1]; ++s) {
       const PlateSegment seg = segments[s];
@@ -566,7 +574,7 @@ void launch_pair_update(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>
                            "= " + std::to_string(w) + ": one row of the pair does not fit the " +
                                "level-0 scratch of " + ExecSpace::name());
   }
-  const std::size_t x_bytes = scratch_bytes_for<ExecSpace, Scalar>(std::size_t(2 * w) * chunk);
+  const std::size_t x_bytes = tailored_update_chunk_bytes<ExecSpace, Scalar>(w, chunk);
   // One thread per item of a full chunk.
   const int items = update_chunk_items(chunk, w);
   if (j_in_scratch) {
