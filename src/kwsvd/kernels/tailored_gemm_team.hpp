@@ -573,14 +573,14 @@ KOKKOS_INLINE_FUNCTION void load_update_rotation(const Member& member, const Sca
   });
 }
 
-/// Entries each lane of an update chunk load has in flight (Batch of
-/// load_pair_entries). Float with J in scratch: 16, all of a lane's entries
-/// of a full chunk at once; on the H200 that took the update of 1000 pairs
-/// of 512 x 48 from 0.198 to 0.180 ms and Table IV's float 512^2 from 250
-/// to 244 ms. Double keeps 4: at 8 or 16 the 80-register cap spills and
-/// the update got up to 1.4x slower; without the cap (128 to 158
-/// registers) fewer teams fit a multiprocessor and Table IV's 512^2 took
-/// 514 against 501 ms. Float with J in memory (w = 48) spills at 16 too.
+/// Entries each lane of an update chunk load has in flight where it goes
+/// through load_pair_entries (tasks that are not column-major, or chunks
+/// whose rows do not divide the team; load_update_chunk). Float with J in
+/// scratch: 16, all of a lane's entries of a full chunk at once; measured
+/// when every update load took that path, it took the update of 1000 pairs
+/// of 512 x 48 from 0.198 to 0.180 ms on the H200. Double keeps 4: at 8 or
+/// 16 the 80-register cap spills and the update got up to 1.4x slower.
+/// Float with J in memory (w = 48) spills at 16 too.
 template <class Scalar, bool JInScratch>
 KOKKOS_INLINE_FUNCTION constexpr int update_load_batch() {
   return sizeof(Scalar) <= 4 && JInScratch ? 16 : pair_load_batch;

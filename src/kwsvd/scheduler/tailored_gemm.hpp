@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kwsvd/api/errors.hpp"
@@ -144,6 +145,26 @@ constexpr int tailored_gemm_team_max() {
 template <class ExecSpace, class Scalar>
 using TailoredGemmPolicy =
     Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<tailored_gemm_team_max<Scalar>(), 2>>;
+
+/// Largest team of `teams` teams of functor f with `scratch` bytes of
+/// level-0 scratch each.
+template <class ExecSpace, class Scalar, class Functor>
+int tailored_team_size_max(const ExecSpace& exec, int teams, std::size_t scratch,
+                           const Functor& f) {
+  TailoredGemmPolicy<ExecSpace, Scalar> probe(exec, teams, 1, 1);
+  probe.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
+  return probe.team_size_max(f, Kokkos::ParallelForTag());
+}
+
+/// Launches `teams` teams of `team` threads of functor f with `scratch`
+/// bytes of level-0 scratch each.
+template <class ExecSpace, class Scalar, class Functor>
+void launch_tailored_teams(const ExecSpace& exec, const char* name, int teams, int team,
+                           std::size_t scratch, const Functor& f) {
+  TailoredGemmPolicy<ExecSpace, Scalar> policy(exec, teams, team, 1);
+  policy.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
+  Kokkos::parallel_for(name, policy, f);
+}
 
 /// Row groups of a Gram team on a GPU: enough that tiles x groups threads
 /// come near the plan's T, so narrow pairs still run full teams and long
@@ -432,6 +453,19 @@ void launch_pair_gram(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& 
                            "= " + std::to_string(w) + ": one row of the pair does not fit the " +
                                "level-0 scratch of " + ExecSpace::name());
   };
+  const auto gram_teams = [&](auto pipelined, int chunk, int groups, std::size_t scalars) {
+    return PairGramFunctor<ExecSpace, Scalar, decltype(pipelined)::value>{tasks,
+                                                                          work.segments.data(),
+                                                                          work.team_begin.data(),
+                                                                          work.partial_begin.data(),
+                                                                          mask,
+                                                                          partial,
+                                                                          B,
+                                                                          w,
+                                                                          chunk,
+                                                                          groups,
+                                                                          scalars};
+  };
   bool launched = false;
   if (work.teams > 0 && runs_off_host<ExecSpace>()) {
     const int groups = work.gram_groups > 0
@@ -439,23 +473,12 @@ void launch_pair_gram(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& 
                            : tailored_gram_groups<ExecSpace, Scalar>(w, work.team_threads);
     const PipelinedGramShape shape =
         pipelined_gram_shape<ExecSpace, Scalar>(w, groups, work.max_segment_rows);
-    const PairGramFunctor<ExecSpace, Scalar, true> f{tasks,
-                                                     work.segments.data(),
-                                                     work.team_begin.data(),
-                                                     work.partial_begin.data(),
-                                                     mask,
-                                                     partial,
-                                                     B,
-                                                     w,
-                                                     shape.chunk_rows,
-                                                     shape.groups,
-                                                     shape.scratch_scalars};
-    TailoredGemmPolicy<ExecSpace, Scalar> probe(exec, work.teams, 1, 1);
-    probe.set_scratch_size(0, Kokkos::PerTeam(int(shape.scratch)));
-    if (shape.chunk_rows > 0 && shape.threads <= probe.team_size_max(f, Kokkos::ParallelForTag())) {
-      TailoredGemmPolicy<ExecSpace, Scalar> policy(exec, work.teams, shape.threads, 1);
-      policy.set_scratch_size(0, Kokkos::PerTeam(int(shape.scratch)));
-      Kokkos::parallel_for("kwsvd::tailored_gram", policy, f);
+    const auto f =
+        gram_teams(std::true_type(), shape.chunk_rows, shape.groups, shape.scratch_scalars);
+    if (shape.chunk_rows > 0 && shape.threads <= tailored_team_size_max<ExecSpace, Scalar>(
+                                                     exec, work.teams, shape.scratch, f)) {
+      launch_tailored_teams<ExecSpace, Scalar>(exec, "kwsvd::tailored_gram", work.teams,
+                                               shape.threads, shape.scratch, f);
       launched = true;
     }
   }
@@ -467,24 +490,12 @@ void launch_pair_gram(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& 
     const std::size_t scalars =
         aligned16_extent<Scalar>(std::size_t(gram_chunk_ld<Scalar>(w)) * std::size_t(chunk));
     const std::size_t scratch = scratch_bytes_for<ExecSpace, Scalar>(scalars);
-    const PairGramFunctor<ExecSpace, Scalar, false> f{tasks,
-                                                      work.segments.data(),
-                                                      work.team_begin.data(),
-                                                      work.partial_begin.data(),
-                                                      mask,
-                                                      partial,
-                                                      B,
-                                                      w,
-                                                      chunk,
-                                                      1,
-                                                      scalars};
-    TailoredGemmPolicy<ExecSpace, Scalar> probe(exec, work.teams, 1, 1);
-    probe.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
+    const auto f = gram_teams(std::false_type(), chunk, 1, scalars);
     const int team = std::max(
-        1, std::min(gram_upper_tiles(w), probe.team_size_max(f, Kokkos::ParallelForTag())));
-    TailoredGemmPolicy<ExecSpace, Scalar> policy(exec, work.teams, team, 1);
-    policy.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
-    Kokkos::parallel_for("kwsvd::tailored_gram_in_memory", policy, f);
+        1, std::min(gram_upper_tiles(w),
+                    tailored_team_size_max<ExecSpace, Scalar>(exec, work.teams, scratch, f)));
+    launch_tailored_teams<ExecSpace, Scalar>(exec, "kwsvd::tailored_gram_in_memory", work.teams,
+                                             team, scratch, f);
   }
   // The pipelined teams wrote B of every one-plate task: no second launch
   // when that is all of them (a level of pairs no taller than a plate).
@@ -538,17 +549,6 @@ struct PairUpdateFunctor {
   }
 };
 
-template <class ExecSpace, class Scalar, class Functor>
-void launch_update_teams(const ExecSpace& exec, int teams, int items, std::size_t scratch,
-                         const Functor& f) {
-  TailoredGemmPolicy<ExecSpace, Scalar> probe(exec, teams, 1, 1);
-  probe.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
-  const int team = std::max(1, std::min(items, probe.team_size_max(f, Kokkos::ParallelForTag())));
-  TailoredGemmPolicy<ExecSpace, Scalar> policy(exec, teams, team, 1);
-  policy.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
-  Kokkos::parallel_for("kwsvd::tailored_update", policy, f);
-}
-
 /// [A_i A_j] <- [A_i A_j] J_{task.pair} for every task of a level (A's pairs
 /// and V's pairs may share one launch), one plate per team; masked tasks are
 /// skipped, and so are tasks whose pair p has pair_rotates[p] == 0 (J_p = I:
@@ -577,16 +577,22 @@ void launch_pair_update(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>
   const std::size_t x_bytes = tailored_update_chunk_bytes<ExecSpace, Scalar>(w, chunk);
   // One thread per item of a full chunk.
   const int items = update_chunk_items(chunk, w);
+  const auto launch = [&](const auto& f, std::size_t scratch) {
+    const int team = std::max(1, std::min(items, tailored_team_size_max<ExecSpace, Scalar>(
+                                                     exec, work.teams, scratch, f)));
+    launch_tailored_teams<ExecSpace, Scalar>(exec, "kwsvd::tailored_update", work.teams, team,
+                                             scratch, f);
+  };
   if (j_in_scratch) {
-    launch_update_teams<ExecSpace, Scalar>(
-        exec, work.teams, items, x_bytes + j_bytes,
+    launch(
         PairUpdateFunctor<ExecSpace, Scalar, true>{
-            tasks, work.segments.data(), work.team_begin.data(), mask, pair_rotates, J, w, chunk});
+            tasks, work.segments.data(), work.team_begin.data(), mask, pair_rotates, J, w, chunk},
+        x_bytes + j_bytes);
   } else {
-    launch_update_teams<ExecSpace, Scalar>(
-        exec, work.teams, items, x_bytes,
+    launch(
         PairUpdateFunctor<ExecSpace, Scalar, false>{
-            tasks, work.segments.data(), work.team_begin.data(), mask, pair_rotates, J, w, chunk});
+            tasks, work.segments.data(), work.team_begin.data(), mask, pair_rotates, J, w, chunk},
+        x_bytes);
   }
 }
 
