@@ -61,7 +61,7 @@ class GramEvd : public ::testing::Test {
   static double u() { return std::numeric_limits<TestScalar>::epsilon() / 2; }
 
   EvdResult<TestScalar> run(const std::vector<std::vector<TestScalar>>& mats, int n,
-                            kwsvd::EvdOptions opt = {}) {
+                            kwsvd::EvdOptions opt = {}, bool zero_columns_stay = false) {
     const int batch = int(mats.size());
     auto B = kwsvd::test::to_device<TestScalar, TestLayout>(mats, n, n);
     Kokkos::View<TestScalar**, TestLayout> lambda("lambda", batch, n);
@@ -70,7 +70,8 @@ class GramEvd : public ::testing::Test {
     const TestScalar nan = std::numeric_limits<TestScalar>::quiet_NaN();
     kwsvd::test::fill(lambda, nan);
     kwsvd::test::fill(J, nan);
-    kwsvd::batched_gram_evd(Exec(), B, lambda, J, info, opt);
+    kwsvd::Impl::batched_gram_evd_skipping(Exec(), B, lambda, J, info, opt, nullptr,
+                                           zero_columns_stay);
     auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), lambda);
     auto hj = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), J);
     auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
@@ -267,6 +268,57 @@ TYPED_TEST(GramEvd, FixedSweepsRunExactlyThatMany) {
   EXPECT_LT(off_j, 0.5 * off_b);
   opt.sweeps = 3;
   EXPECT_EQ(this->run({b}, n, opt).info[0].sweeps, 3);
+}
+
+// The W-cycle's pairs: a narrow block's missing columns are zero in B, and
+// the sorted eigenvectors must leave them where they are (zero_columns_stay).
+TYPED_TEST(GramEvd, ZeroColumnsKeepTheirPlaceWhenAsked) {
+  using T = typename TestFixture::TestScalar;
+  for (int n : {16, 48}) {
+    const std::vector<int> zero = {1, n / 2, n - 2, n - 1};
+    auto x = kwsvd::test::random_matrix<double>(n, n, std::uint64_t(7 + n));
+    for (int c : zero)
+      for (int i = 0; i < n; ++i)
+        x[i + std::size_t(n) * c] = 0;
+    std::vector<T> b(std::size_t(n) * n);  // X^T X
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) {
+        double sum = 0;
+        for (int k = 0; k < n; ++k)
+          sum += x[k + std::size_t(n) * i] * x[k + std::size_t(n) * j];
+        b[i + std::size_t(n) * j] = T(sum);
+      }
+    kwsvd::EvdOptions opt;
+    opt.positive_semidefinite = true;
+    const auto r = this->run({b}, n, opt, true);
+    const std::string what = "n = " + std::to_string(n);
+    EXPECT_EQ(r.info[0].converged, 1) << what;
+    T previous = std::numeric_limits<T>::infinity();
+    for (int c = 0; c < n; ++c) {
+      if (std::find(zero.begin(), zero.end(), c) != zero.end()) {
+        EXPECT_EQ(r.lambda[0][c], T(0)) << what << " column " << c;
+        for (int i = 0; i < n; ++i)
+          EXPECT_EQ(r.J[0][i + std::size_t(n) * c], T(i == c ? 1 : 0)) << what << " column " << c;
+      } else {
+        EXPECT_LE(r.lambda[0][c], previous) << what << " column " << c << " out of order";
+        EXPECT_GT(r.lambda[0][c], T(0)) << what << " column " << c;
+        previous = r.lambda[0][c];
+      }
+    }
+    // Sorted as a whole (zeros last), it is an accurate EVD.
+    std::vector<int> perm(std::size_t(n), 0);
+    for (int c = 0; c < n; ++c)
+      perm[std::size_t(c)] = c;
+    std::stable_sort(perm.begin(), perm.end(),
+                     [&](int p, int q) { return r.lambda[0][p] > r.lambda[0][q]; });
+    std::vector<T> lambda(std::size_t(n), T(0)), J(std::size_t(n) * n, T(0));
+    for (int c = 0; c < n; ++c) {
+      lambda[std::size_t(c)] = r.lambda[0][perm[std::size_t(c)]];
+      for (int i = 0; i < n; ++i)
+        J[i + std::size_t(n) * c] = r.J[0][i + std::size_t(n) * perm[std::size_t(c)]];
+    }
+    this->expect_accurate(b, n, lambda, J, kwsvd::EigenOrder::descending, what);
+  }
 }
 
 TYPED_TEST(GramEvd, NonFiniteMatrixLeavesOthersUntouched) {

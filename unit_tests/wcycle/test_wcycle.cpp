@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -314,6 +315,29 @@ TYPED_TEST(Wcycle, RawPointerFormMatchesTheViewForm) {
                        V.data(), ldv, sv, info.data());
   });
   EXPECT_NE(w.find("'strideA'"), std::string::npos) << w;
+}
+
+// The recursive block ordering: every pair (i, j), i < j, once per sweep,
+// disjoint pairs in each step, and no more steps than the circle method.
+TEST(WcyclePlan, BlockOrderingTakesEveryPairOnce) {
+  for (int count = 0; count <= 70; ++count) {
+    const auto steps = kwsvd::Impl::block_pair_ordering(count);
+    std::set<std::pair<int, int>> seen;
+    for (const auto& step : steps) {
+      std::set<int> used;
+      for (const auto& [i, j] : step) {
+        EXPECT_TRUE(0 <= i && i < j && j < count) << count << ": (" << i << ", " << j << ")";
+        EXPECT_TRUE(used.insert(i).second && used.insert(j).second) << count << ": collision";
+        EXPECT_TRUE(seen.insert({i, j}).second) << count << ": (" << i << ", " << j << ") twice";
+      }
+    }
+    EXPECT_EQ(int(seen.size()), count * (count - 1) / 2) << count;
+    EXPECT_EQ(int(steps.size()), count < 2 ? 0 : count - 1 + (count & 1)) << count;
+  }
+  // Cross pairs of the halves first, the neighbours last (paper 001 §3).
+  const auto eight = kwsvd::Impl::block_pair_ordering(8);
+  EXPECT_EQ(eight.front(), (kwsvd::Impl::BlockPairStep{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  EXPECT_EQ(eight.back(), (kwsvd::Impl::BlockPairStep{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
 }
 
 }  // namespace

@@ -185,6 +185,10 @@ struct GramEvdControl {
   int fixed_sweeps;  // > 0: run exactly this many sweeps (fewer if nothing is left to rotate)
   EigenOrder order;
   bool positive_semidefinite;  // no absolute floor (EvdOptions)
+  // Columns whose diagonal ends exactly zero keep their place and the order
+  // applies to the others only (the W-cycle's pairs: a narrow block's
+  // missing columns, zero in B, are never rotated and must stay missing).
+  bool zero_columns_stay = false;
 };
 
 /// Position (P, Q), P <= Q, of upper-triangle block e of a w x w block grid:
@@ -611,13 +615,24 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
     if (ctl.order == EigenOrder::unsorted)
       return c;
     const Scalar dc = B[c + ldb * c];
+    const bool stays = ctl.zero_columns_stay;
+    if (stays && dc == Scalar(0))
+      return c;
     int rank = 0;
     for (int l = 0; l < n; ++l) {
       const Scalar dl = B[l + ldb * l];
       const bool before = ctl.order == EigenOrder::descending ? dl > dc : dl < dc;
-      rank += (before || (dl == dc && l < c)) ? 1 : 0;
+      rank += (before || (dl == dc && l < c)) && !(stays && dl == Scalar(0)) ? 1 : 0;
     }
-    return rank;
+    if (!stays)
+      return rank;
+    // The rank-th column (0-based) of those that move.
+    int slot = 0;
+    for (int moving = -1;; ++slot) {
+      moving += B[slot + ldb * slot] != Scalar(0) ? 1 : 0;
+      if (moving == rank)
+        return slot;
+    }
   };
   // The block table is done with (the last step ended in a barrier): it
   // takes the ranks.
