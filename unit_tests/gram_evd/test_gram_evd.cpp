@@ -61,7 +61,8 @@ class GramEvd : public ::testing::Test {
   static double u() { return std::numeric_limits<TestScalar>::epsilon() / 2; }
 
   EvdResult<TestScalar> run(const std::vector<std::vector<TestScalar>>& mats, int n,
-                            kwsvd::EvdOptions opt = {}, bool zero_columns_stay = false) {
+                            kwsvd::EvdOptions opt = {}, bool zero_columns_stay = false,
+                            bool recursive_pairs = false) {
     const int batch = int(mats.size());
     auto B = kwsvd::test::to_device<TestScalar, TestLayout>(mats, n, n);
     Kokkos::View<TestScalar**, TestLayout> lambda("lambda", batch, n);
@@ -71,7 +72,7 @@ class GramEvd : public ::testing::Test {
     kwsvd::test::fill(lambda, nan);
     kwsvd::test::fill(J, nan);
     kwsvd::Impl::batched_gram_evd_skipping(Exec(), B, lambda, J, info, opt, nullptr,
-                                           zero_columns_stay);
+                                           zero_columns_stay, recursive_pairs);
     auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), lambda);
     auto hj = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), J);
     auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
@@ -318,6 +319,22 @@ TYPED_TEST(GramEvd, ZeroColumnsKeepTheirPlaceWhenAsked) {
         J[i + std::size_t(n) * c] = r.J[0][i + std::size_t(n) * perm[std::size_t(c)]];
     }
     this->expect_accurate(b, n, lambda, J, kwsvd::EigenOrder::descending, what);
+  }
+}
+
+// The W-cycle's steps (the recursive ordering of the columns) instead of
+// the circle method: as accurate, and a sweep is still n - 1 steps.
+TYPED_TEST(GramEvd, RecursivePairOrderGivesAnAccurateEvd) {
+  using T = typename TestFixture::TestScalar;
+  for (int n : {16, 32, 48}) {
+    const auto b = random_symmetric<T>(n, std::uint64_t(11 + n));
+    const auto r = this->run({b}, n, {}, false, true);
+    const std::string what = "n = " + std::to_string(n);
+    EXPECT_EQ(r.info[0].converged, 1) << what;
+    this->expect_accurate(b, n, r.lambda[0], r.J[0], kwsvd::EigenOrder::descending, what);
+    kwsvd::EvdOptions one;
+    one.sweeps = 1;
+    EXPECT_EQ(this->run({b}, n, one, false, true).info[0].sweeps, 1) << what;
   }
 }
 

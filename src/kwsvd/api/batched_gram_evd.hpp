@@ -147,10 +147,13 @@ void launch_gram_evd(const ExecSpace& exec,
 /// from `exec`. zero_columns_stay: columns whose eigenvalue is exactly zero
 /// keep their place, and options.order applies to the others (the W-cycle's
 /// pairs, whose narrow blocks' missing columns are zero in B).
+/// recursive_pairs: steps in the recursive ordering instead of the circle
+/// method (GramEvdControl::recursive_pairs).
 template <class ExecSpace, class BView, class LambdaView, class JView, class InfoView>
 void batched_gram_evd_skipping(const ExecSpace& exec, const BView& B, const LambdaView& lambda,
                                const JView& J, const InfoView& info, const EvdOptions& options,
-                               const int* skip, bool zero_columns_stay = false) {
+                               const int* skip, bool zero_columns_stay = false,
+                               bool recursive_pairs = false) {
   using Scalar = typename LambdaView::non_const_value_type;
   static_assert(Kokkos::is_view<BView>::value && BView::rank == 3,
                 "kwsvd::batched_gram_evd: B must be a rank-3 View (batch, n, n)");
@@ -238,7 +241,8 @@ void batched_gram_evd_skipping(const ExecSpace& exec, const BView& B, const Lamb
         info.data(),
         int(n),
         Impl::GramEvdControl<Scalar>{tol, options.max_sweeps, options.sweeps, options.order,
-                                     options.positive_semidefinite, zero_columns_stay},
+                                     options.positive_semidefinite, zero_columns_stay,
+                                     recursive_pairs},
         skip};
     Impl::launch_gram_evd(exec, functor, int(batch), threads);
   });

@@ -5,13 +5,14 @@
 // too tall for scratch.
 //
 // Each step of a sweep takes the n/2 disjoint pairs of a round-robin ordering
-// (the same circle method as the one-sided kernel), computes all their Givens
-// rotations at once and applies them together, B <- G^T B G with G the
-// product of the step's rotations (eq. (7)). Because every row and column of
-// G has at most two nonzeros, every entry of the new B depends on at most four
-// old ones; the kernel updates B by 2 x 2 blocks (rows of pair P, columns of
-// pair Q), so each block is read and written by one thread, in place (only the
-// upper triangle is stored during the sweeps), and all
+// (the same circle method as the one-sided kernel, or the recursive ordering
+// of kernels/pair_ordering.hpp: GramEvdControl::recursive_pairs), computes
+// all their Givens rotations at once and applies them together, B <- G^T B G
+// with G the product of the step's rotations (eq. (7)). Because every row and
+// column of G has at most two nonzeros, every entry of the new B depends on
+// at most four old ones; the kernel updates B by 2 x 2 blocks (rows of pair
+// P, columns of pair Q), so each block is read and written by one thread, in
+// place (only the upper triangle is stored during the sweeps), and all
 // blocks of the step run in parallel (Fig. 5) instead of row by row. A pair's
 // own 2 x 2 block, which no other block reads, is diagonalized by the thread
 // that computes its rotation. J <- J G rotates two columns per pair, also in
@@ -29,6 +30,7 @@
 #include "kwsvd/impl/strided_matrix.hpp"
 #include "kwsvd/kernels/gram_team.hpp"
 #include "kwsvd/kernels/one_sided_jacobi_team.hpp"
+#include "kwsvd/kernels/pair_ordering.hpp"
 
 namespace kwsvd::Impl {
 
@@ -189,6 +191,11 @@ struct GramEvdControl {
   // applies to the others only (the W-cycle's pairs: a narrow block's
   // missing columns, zero in B, are never rotated and must stay missing).
   bool zero_columns_stay = false;
+  // The steps' pairs: the circle method (round_robin_pair), or the
+  // recursive ordering (recursive_pair: cross pairs of the two halves
+  // first), which the W-cycle's pair Grams [A_i A_j]^T [A_i A_j] use. Only J
+  // in scratch follows the latter (J in registers needs the circle's ring).
+  bool recursive_pairs = false;
 };
 
 /// Position (P, Q), P <= Q, of upper-triangle block e of a w x w block grid:
@@ -528,7 +535,10 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
       //     b_jj + t b_ij) avoids cancellation.
       Kokkos::parallel_for(Kokkos::TeamVectorRange(member, w), [&](const int P) {
         int i, j;
-        round_robin_pair(ne, step, P, i, j);
+        if (!Eigenvectors::in_registers && ctl.recursive_pairs)
+          recursive_pair(ne, step, P, i, j);
+        else
+          round_robin_pair(ne, step, P, i, j);
         Scalar& bii = B[i + ldb * i];
         Scalar& bjj = B[j + ldb * j];
         Scalar& bij = B[i + ldb * j];

@@ -12,10 +12,11 @@
 //   (i)   its rows fit level-0 scratch: one-sided Jacobi on [A_i A_j] in
 //         scratch gives J_ij directly (Observation 1, scheduler/pair_svd.hpp);
 //   (ii)  its 2w_h x 2w_h Gram fits: tailored Gram GEMM, Gram EVD (one inner
-//         sweep, seed 002 Design-2), fused update; the EVD's eigenvectors
-//         are sorted, larger eigenvalues into block i (paper 001 §4.3,
-//         after [21]: the order of the column norms settles; with the
-//         ordering, Table IV's 512^2 needs 12.0 sweeps, not 14.2, in double);
+//         sweep, seed 002 Design-2, its steps in the same recursive
+//         ordering), fused update; the EVD's eigenvectors are sorted,
+//         larger eigenvalues into block i (paper 001 §4.3, after [21]: the
+//         order of the column norms settles). With both orderings, Table
+//         IV's 512^2 needs 11.2 sweeps, not 14.2, in double;
 //   (iii) neither: its two blocks are cut into blocks of w_{h+1} and swept at
 //         level h + 1 (Step 3), the rotations applied in place, so the level
 //         returns to h when that sweep ends (Step 4).
@@ -495,13 +496,14 @@ void WcycleLevelSolver<ExecSpace, Scalar>::run_step(const ExecSpace& exec, const
     EvdOptions evd;
     evd.tolerance = options_.tolerance;
     evd.sweeps = 1;
-    // Larger eigenvalues into block i, the one of lower columns (paper 001
-    // §4.3: sorted pairs). A narrow block's missing columns are zero in B
+    // The EVD's steps follow the recursive ordering too (cross pairs
+    // first). Larger eigenvalues into block i, the one of lower columns
+    // (paper 001 §4.3: sorted pairs). A narrow block's missing columns are zero in B
     // and never rotated, so zero columns keep their place: no real column
     // is moved into a missing one.
     evd.order = EigenOrder::descending;
     evd.positive_semidefinite = true;
-    batched_gram_evd_skipping(exec, B3, lambda, J3, einfo, evd, skip, true);
+    batched_gram_evd_skipping(exec, B3, lambda, J3, einfo, evd, skip, true, true);
   }
   // Which pairs rotate: every pair SVD's J is applied; a Gram EVD whose one
   // sweep found nothing to rotate returns J = I exactly, and the update
