@@ -497,13 +497,14 @@ void WcycleLevelSolver<ExecSpace, Scalar>::run_step(const ExecSpace& exec, const
     evd.tolerance = options_.tolerance;
     evd.sweeps = 1;
     // The EVD's steps follow the recursive ordering too (cross pairs
-    // first). Larger eigenvalues into block i, the one of lower columns
-    // (paper 001 §4.3: sorted pairs). A narrow block's missing columns are zero in B
-    // and never rotated, so zero columns keep their place: no real column
-    // is moved into a missing one.
+    // first). Larger eigenvalues go into block i, the one of lower columns
+    // (paper 001 §4.3: sorted pairs). A narrow block's missing columns are
+    // zero in B and never rotated, so zero columns keep their place: no real
+    // column is moved into a missing one.
     evd.order = EigenOrder::descending;
     evd.positive_semidefinite = true;
-    batched_gram_evd_skipping(exec, B3, lambda, J3, einfo, evd, skip, true, true);
+    batched_gram_evd_skipping(exec, B3, lambda, J3, einfo, evd, skip, /*zero_columns_stay=*/true,
+                              /*recursive_pairs=*/true);
   }
   // Which pairs rotate: every pair SVD's J is applied; a Gram EVD whose one
   // sweep found nothing to rotate returns J = I exactly, and the update
