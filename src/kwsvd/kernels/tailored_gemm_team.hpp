@@ -173,11 +173,11 @@ KOKKOS_INLINE_FUNCTION void load_pair_entries(const Member& member, const BlockP
 
 /// Copies rows [r0, r0 + rows) of the task's 2w columns into scratch X,
 /// column-major with leading dimension `rows` (zero for missing columns).
-template <int Batch = pair_load_batch, class Member, class Scalar>
+template <class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void load_pair_rows(const Member& member, const BlockPairTask<Scalar>& t,
                                            int w, int r0, int rows, Scalar* X) {
-  load_pair_entries<Batch>(member, t, w, r0, rows, X,
-                           [&](const int r, const int c) { return r + rows * c; });
+  load_pair_entries(member, t, w, r0, rows, X,
+                    [&](const int r, const int c) { return r + rows * c; });
 }
 
 /// 16 bytes of scalars, the widest load a GPU thread issues in one
@@ -456,6 +456,11 @@ KOKKOS_INLINE_FUNCTION void gram_plate_team_pipelined(const Member& member,
   });
 }
 
+/// 4-row blocks of an update chunk of `rows` rows (the last one padded).
+KOKKOS_INLINE_FUNCTION constexpr int update_row_blocks(int rows) {
+  return (rows + gemm_tile - 1) / gemm_tile;
+}
+
 /// Whether an update chunk interleaves its rows (update_row_slot): in float
 /// an item then reads its 4 rows with one 16-byte load instead of four
 /// (H200, 1000 pairs, float 512 x 64: 0.234 -> 0.222 ms; Table IV 512^2
@@ -479,8 +484,7 @@ KOKKOS_INLINE_FUNCTION constexpr int update_row_slot(int r, int row_blocks) {
 /// Scalars of an update chunk buffer for chunks of up to `rows` rows: its
 /// leading dimension is 4 x the row blocks.
 KOKKOS_INLINE_FUNCTION constexpr std::size_t update_chunk_scalars(int rows, int w) {
-  return std::size_t(gemm_tile) * std::size_t((rows + gemm_tile - 1) / gemm_tile) *
-         std::size_t(2 * w);
+  return std::size_t(gemm_tile) * std::size_t(update_row_blocks(rows)) * std::size_t(2 * w);
 }
 
 /// Entries of a chunk each thread of load_update_chunk's lean path has in
@@ -504,7 +508,7 @@ constexpr int column_major_load_batch = 16;
 template <int Batch, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void load_update_chunk(const Member& member, const BlockPairTask<Scalar>& t,
                                               int w, int r0, int rows, Scalar* X) {
-  const int row_blocks = (rows + gemm_tile - 1) / gemm_tile, ld = gemm_tile * row_blocks;
+  const int row_blocks = update_row_blocks(rows), ld = gemm_tile * row_blocks;
   // Zeros in the slots of the rows past the chunk's end (rows not a
   // multiple of 4), so that the items read no stale or unset values there.
   const int pad = ld - rows;
@@ -549,7 +553,7 @@ constexpr int update_lane_blocks = 8;
 /// Work items of an update chunk of `rows` rows: 4-row blocks, rounded up to
 /// whole lane runs, times the 2w / 4 column groups.
 KOKKOS_INLINE_FUNCTION constexpr int update_chunk_items(int rows, int w) {
-  return ((rows + gemm_tile - 1) / gemm_tile + update_lane_blocks - 1) / update_lane_blocks *
+  return (update_row_blocks(rows) + update_lane_blocks - 1) / update_lane_blocks *
          update_lane_blocks * (2 * w / gemm_tile);
 }
 
@@ -603,7 +607,7 @@ KOKKOS_INLINE_FUNCTION void update_plate_team(const Member& member, const BlockP
   const int cols = 2 * w, groups = cols / gemm_tile;
   for (int c0 = 0; c0 < seg.rows; c0 += chunk_rows) {
     const int rows = seg.rows - c0 < chunk_rows ? seg.rows - c0 : chunk_rows;
-    const int row_blocks = (rows + gemm_tile - 1) / gemm_tile;
+    const int row_blocks = update_row_blocks(rows);
     member.team_barrier();  // the previous chunk is written back
     load_update_chunk<update_load_batch<Scalar, JInScratch>()>(member, t, w, seg.row_begin + c0,
                                                                rows, X);
