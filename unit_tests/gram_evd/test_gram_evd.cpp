@@ -338,6 +338,65 @@ TYPED_TEST(GramEvd, RecursivePairOrderGivesAnAccurateEvd) {
   }
 }
 
+// Hooks that record what batched_gram_evd_hooked reports for each matrix.
+struct RecordingHooks {
+  static constexpr bool reports = true;
+  const int* skip_list;
+  int* report;  // -1 until done(b, rotated) stores 0 or 1
+  KOKKOS_INLINE_FUNCTION bool skip(int b) const { return skip_list[b] != 0; }
+  KOKKOS_INLINE_FUNCTION void done(int b, bool rotated) const { report[b] = rotated ? 1 : 0; }
+};
+
+TYPED_TEST(GramEvd, HooksSkipMatricesAndReportWhetherJRotates) {
+  // The W-cycle's EVD skips the pairs of converged matrices and marks the
+  // pairs whose J is not I through these hooks: a random matrix rotates, a
+  // diagonal one in descending order does not (J = I), a skipped one is
+  // reported as not rotating and its outputs are left alone.
+  using T = typename TestFixture::TestScalar;
+  using L = typename TestFixture::TestLayout;
+  const int n = 16, batch = 3;
+  std::vector<T> diagonal(std::size_t(n) * n, T(0));
+  for (int i = 0; i < n; ++i)
+    diagonal[i + std::size_t(n) * i] = T(n - i);
+  const std::vector<std::vector<T>> mats = {random_symmetric<T>(n, 5), diagonal,
+                                            random_symmetric<T>(n, 6)};
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  for (int sweeps : {0, 1}) {
+    const std::string what = "sweeps option " + std::to_string(sweeps);
+    auto B = kwsvd::test::to_device<T, L>(mats, n, n);
+    Kokkos::View<T**, L> lambda("lambda", batch, n);
+    Kokkos::View<T***, L> J("J", batch, n, n);
+    Kokkos::View<kwsvd::EvdInfo*> info("info", batch);
+    kwsvd::test::fill(J, nan);
+    Kokkos::View<int*> skip("skip", batch), report("report", batch);
+    auto hs = Kokkos::create_mirror_view(skip);
+    auto hr = Kokkos::create_mirror_view(report);
+    for (int b = 0; b < batch; ++b) {
+      hs(b) = b == 2 ? 1 : 0;
+      hr(b) = -1;
+    }
+    Kokkos::deep_copy(skip, hs);
+    Kokkos::deep_copy(report, hr);
+    kwsvd::EvdOptions opt;
+    opt.sweeps = sweeps;
+    kwsvd::Impl::batched_gram_evd_hooked(Exec(), B, lambda, J, info, opt,
+                                         RecordingHooks{skip.data(), report.data()});
+    Kokkos::deep_copy(hr, report);
+    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+    auto hj = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), J);
+    EXPECT_EQ(hr(0), 1) << what;
+    EXPECT_EQ(hr(1), 0) << what;
+    EXPECT_EQ(hr(2), 0) << what;
+    EXPECT_EQ(hi(2).sweeps, 0) << what;
+    EXPECT_EQ(hi(2).converged, 1) << what;
+    for (int c = 0; c < n; ++c)
+      for (int i = 0; i < n; ++i) {
+        EXPECT_EQ(hj(1, i, c), T(i == c ? 1 : 0)) << what << ": J of the diagonal matrix";
+        EXPECT_TRUE(std::isnan(hj(2, i, c))) << what << ": J of the skipped matrix was written";
+      }
+  }
+}
+
 TYPED_TEST(GramEvd, NonFiniteMatrixLeavesOthersUntouched) {
   using T = typename TestFixture::TestScalar;
   const int n = 12;

@@ -26,10 +26,25 @@ bool gram_evd_fits(int n) {
 
 namespace Impl {
 
+/// Hooks around each matrix's EVD in BatchedGramEvdFunctor: skip(b) leaves
+/// matrix b alone (its info says converged after 0 sweeps; lambda and J are
+/// not written); done(b, rotated) runs on one thread once matrix b is
+/// finished, skipped or not, with whether its J differs from I, where
+/// `reports` is true. These hooks skip the matrices of a list (null: none)
+/// and report nothing; the W-cycle's (scheduler/wcycle.hpp) skip the pairs
+/// of converged matrices and mark the pairs that rotate, two launches a step
+/// fewer.
+struct GramEvdSkipList {
+  static constexpr bool reports = false;
+  const int* list;
+  KOKKOS_INLINE_FUNCTION bool skip(int b) const { return list != nullptr && list[b] != 0; }
+  KOKKOS_INLINE_FUNCTION void done(int /*b*/, bool /*rotated*/) const {}
+};
+
 // Pointers and strides only, like the SVD closure (see batched_small_svd.hpp).
 // RegisterN > 0: n' = RegisterN and J in registers (RegisterEigenvectors);
-// 0: J in scratch.
-template <class ExecSpace, class Scalar, int RegisterN>
+// 0: J in scratch. Hooks: GramEvdSkipList or the caller's.
+template <class ExecSpace, class Scalar, int RegisterN, class Hooks = GramEvdSkipList>
 struct BatchedGramEvdFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   template <class T>
@@ -46,12 +61,14 @@ struct BatchedGramEvdFunctor {
   SvdInfo* info;
   int n;
   GramEvdControl<Scalar> control;
-  const int* skip;  // may be null; skip[b] != 0: matrix b is left alone (see below)
+  Hooks hooks;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const int b = member.league_rank();
-    if (skip != nullptr && skip[b] != 0) {
+    if (hooks.skip(b)) {
       write_info(member, info + b, 0, true, false);
+      if constexpr (Hooks::reports)
+        Kokkos::single(Kokkos::PerTeam(member), [&]() { hooks.done(b, false); });
       return;
     }
     const std::size_t ne = std::size_t(n + (n & 1)), pairs = ne / 2;
@@ -77,6 +94,16 @@ struct BatchedGramEvdFunctor {
       ScratchEigenvectors<Scalar> vecs{Js.data()};
       gram_evd_team(member, a, n, ws, out, control, vecs);
     }
+    if constexpr (Hooks::reports) {
+      // J = I exactly when the EVD converged without a rotating sweep (a
+      // step that rotates nothing changes nothing). The barrier makes the
+      // info written by one thread visible to the one that reads it.
+      member.team_barrier();
+      Kokkos::single(Kokkos::PerTeam(member), [&]() {
+        const SvdInfo& done_info = info[b];
+        hooks.done(b, !(done_info.converged == 1 && done_info.sweeps <= 1));
+      });
+    }
   }
 };
 
@@ -101,12 +128,12 @@ void launch_gram_evd_teams(const ExecSpace& exec, const Functor& functor, int ba
   Kokkos::parallel_for("kwsvd::batched_gram_evd", policy, functor);
 }
 
-/// One launch of BatchedGramEvdFunctor<ExecSpace, Scalar, RegisterN>.
+/// One launch of BatchedGramEvdFunctor<ExecSpace, Scalar, RegisterN, Hooks>.
 /// `threads`: the team size asked for.
-template <int RegisterN, class ExecSpace, class Scalar>
+template <int RegisterN, class ExecSpace, class Scalar, class Hooks>
 void launch_gram_evd(const ExecSpace& exec,
-                     const BatchedGramEvdFunctor<ExecSpace, Scalar, RegisterN>& functor, int batch,
-                     int threads) {
+                     const BatchedGramEvdFunctor<ExecSpace, Scalar, RegisterN, Hooks>& functor,
+                     int batch, int threads) {
   const std::size_t scratch =
       Impl::gram_evd_scratch_bytes<ExecSpace, Scalar>(functor.n, RegisterN == 0);
   if constexpr (RegisterN == 0) {
@@ -140,20 +167,20 @@ void launch_gram_evd(const ExecSpace& exec,
   }
 }
 
-/// batched_gram_evd with an optional per-matrix skip list: skip[b] != 0
-/// leaves lambda(b) and J(b) unwritten and reports info(b) as converged after
-/// 0 sweeps (the W-cycle passes the pairs of matrices that have converged,
-/// whose Grams it did not recompute). skip may be null; it must be readable
-/// from `exec`. zero_columns_stay: columns whose eigenvalue is exactly zero
-/// keep their place, and options.order applies to the others (the W-cycle's
-/// pairs, whose narrow blocks' missing columns are zero in B).
-/// recursive_pairs: steps in the recursive ordering instead of the circle
-/// method (GramEvdControl::recursive_pairs).
-template <class ExecSpace, class BView, class LambdaView, class JView, class InfoView>
-void batched_gram_evd_skipping(const ExecSpace& exec, const BView& B, const LambdaView& lambda,
-                               const JView& J, const InfoView& info, const EvdOptions& options,
-                               const int* skip, bool zero_columns_stay = false,
-                               bool recursive_pairs = false) {
+/// batched_gram_evd with hooks around each matrix's EVD (GramEvdSkipList
+/// describes them; the W-cycle passes its own, which skip the pairs of
+/// matrices that have converged, whose Grams it did not recompute, and mark
+/// the pairs that rotate). The hooks' memory must be reachable from `exec`.
+/// zero_columns_stay: columns whose eigenvalue is exactly zero keep their
+/// place, and options.order applies to the others (the W-cycle's pairs,
+/// whose narrow blocks' missing columns are zero in B). recursive_pairs:
+/// steps in the recursive ordering instead of the circle method
+/// (GramEvdControl::recursive_pairs).
+template <class ExecSpace, class BView, class LambdaView, class JView, class InfoView, class Hooks>
+void batched_gram_evd_hooked(const ExecSpace& exec, const BView& B, const LambdaView& lambda,
+                             const JView& J, const InfoView& info, const EvdOptions& options,
+                             const Hooks& hooks, bool zero_columns_stay = false,
+                             bool recursive_pairs = false) {
   using Scalar = typename LambdaView::non_const_value_type;
   static_assert(Kokkos::is_view<BView>::value && BView::rank == 3,
                 "kwsvd::batched_gram_evd: B must be a rank-3 View (batch, n, n)");
@@ -230,7 +257,7 @@ void batched_gram_evd_skipping(const ExecSpace& exec, const BView& B, const Lamb
           : Impl::gram_evd_team_threads(int(n), long(batch), int(sizeof(Scalar)), in_registers);
   Impl::with_gram_evd_register_size(in_registers ? int(n + (n & 1)) : 0, [&](auto size) {
     constexpr int register_n = decltype(size)::value;
-    const Impl::BatchedGramEvdFunctor<ExecSpace, Scalar, register_n> functor{
+    const Impl::BatchedGramEvdFunctor<ExecSpace, Scalar, register_n, Hooks> functor{
         Impl::matrix_of<const Scalar>(B, 0),
         std::ptrdiff_t(B.stride(0)),
         lambda.data(),
@@ -243,9 +270,21 @@ void batched_gram_evd_skipping(const ExecSpace& exec, const BView& B, const Lamb
         Impl::GramEvdControl<Scalar>{tol, options.max_sweeps, options.sweeps, options.order,
                                      options.positive_semidefinite, zero_columns_stay,
                                      recursive_pairs},
-        skip};
+        hooks};
     Impl::launch_gram_evd(exec, functor, int(batch), threads);
   });
+}
+
+/// batched_gram_evd_hooked with a per-matrix skip list: skip[b] != 0 leaves
+/// lambda(b) and J(b) unwritten and reports info(b) as converged after 0
+/// sweeps. skip may be null.
+template <class ExecSpace, class BView, class LambdaView, class JView, class InfoView>
+void batched_gram_evd_skipping(const ExecSpace& exec, const BView& B, const LambdaView& lambda,
+                               const JView& J, const InfoView& info, const EvdOptions& options,
+                               const int* skip, bool zero_columns_stay = false,
+                               bool recursive_pairs = false) {
+  batched_gram_evd_hooked(exec, B, lambda, J, info, options, GramEvdSkipList{skip},
+                          zero_columns_stay, recursive_pairs);
 }
 
 }  // namespace Impl

@@ -126,6 +126,29 @@ struct ColumnBlock {
   int col = 0, width = 0;
 };
 
+/// The W-cycle's hooks around each pair's Gram EVD (GramEvdSkipList says
+/// what hooks do): the pairs of converged (masked) matrices are skipped, and
+/// each pair records whether its J rotates, so that the update skips the
+/// pairs whose J = I (late sweeps, where most pairs have converged, then
+/// cost little besides their Grams), and a rotating pair marks its matrix as
+/// not converged. In the EVD's launch instead of two launches of their own.
+template <class Task>
+struct WcycleEvdHooks {
+  static constexpr bool reports = true;
+  const Task* tasks;  // the step's EVD pairs
+  const int* mask;    // per matrix: 1 when done
+  int* rotates;       // per EVD pair: 0 when J = I
+  int* rotated;       // per matrix: some pair rotated this sweep
+
+  KOKKOS_INLINE_FUNCTION bool skip(int t) const { return mask[tasks[t].matrix] != 0; }
+  KOKKOS_INLINE_FUNCTION void done(int t, bool rotates_t) const {
+    rotates[t] = rotates_t ? 1 : 0;
+    const int b = tasks[t].matrix;
+    if (rotates_t && mask[b] == 0)
+      rotated[b] = 1;  // benign race: every writer stores 1
+  }
+};
+
 /// Device state and plan of the block-rotation matrices of one batch (any
 /// mix of shapes, each at least one row and one column); run() allocates
 /// nothing.
@@ -449,7 +472,6 @@ class WcycleLevelSolver {
     lambda_ = Vec<Scalar>("kwsvd::lambda", lambda);
     evd_info_ = Vec<EvdInfo>("kwsvd::evd_info", evd_pairs);
     pair_rotates_ = Vec<int>("kwsvd::pair_rotates", step_pairs);
-    evd_skip_ = Vec<int>("kwsvd::evd_skip", evd_pairs);
   }
 
   int batch_ = 0, max_cols_ = 0;
@@ -463,7 +485,6 @@ class WcycleLevelSolver {
   Vec<int> state_;
   Vec<EvdInfo> evd_info_;
   Vec<int> pair_rotates_;  // per J of a step: 0 when J = I (the update skips the pair)
-  Vec<int> evd_skip_;      // per EVD pair of a step: its matrix is masked
   std::vector<Step> steps_;
 };
 
@@ -487,12 +508,6 @@ void WcycleLevelSolver<ExecSpace, Scalar>::run_step(const ExecSpace& exec, const
         lambda(lambda_.data(), std::size_t(pairs), std::size_t(n));
     Kokkos::View<EvdInfo*, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> einfo(
         evd_info_.data(), std::size_t(pairs));
-    // Pairs of converged (masked) matrices: their Grams were not computed,
-    // so their EVDs are skipped too.
-    int* const skip = evd_skip_.data();
-    Kokkos::parallel_for(
-        "kwsvd::wcycle_evd_skip", Kokkos::RangePolicy<ExecSpace>(exec, 0, pairs),
-        KOKKOS_LAMBDA(const int t) { skip[t] = mask[tasks[t].matrix]; });
     EvdOptions evd;
     evd.tolerance = options_.tolerance;
     evd.sweeps = 1;
@@ -503,32 +518,20 @@ void WcycleLevelSolver<ExecSpace, Scalar>::run_step(const ExecSpace& exec, const
     // column is moved into a missing one.
     evd.order = EigenOrder::descending;
     evd.positive_semidefinite = true;
-    batched_gram_evd_skipping(exec, B3, lambda, J3, einfo, evd, skip, /*zero_columns_stay=*/true,
-                              /*recursive_pairs=*/true);
+    // The EVD skips the pairs of converged (masked) matrices, whose Grams
+    // were not computed, and marks which pairs rotate (WcycleEvdHooks).
+    const WcycleEvdHooks<Task> hooks{tasks, mask, pair_rotates_.data() + step.svd_pairs, rotated};
+    batched_gram_evd_hooked(exec, B3, lambda, J3, einfo, evd, hooks, /*zero_columns_stay=*/true,
+                            /*recursive_pairs=*/true);
   }
-  // Which pairs rotate: every pair SVD's J is applied; a Gram EVD whose one
-  // sweep found nothing to rotate returns J = I exactly, and the update
-  // skips that pair (late sweeps, where most pairs have converged, then cost
-  // little besides their Grams). A rotating EVD pair marks its matrix.
-  const int svd_pairs = step.svd_pairs, all_pairs = svd_pairs + pairs;
-  if (all_pairs > 0) {
-    const Task* tasks = step.gram_tasks.data();
-    const EvdInfo* ei = evd_info_.data();
+  // Every pair SVD's J is applied (the update skips the pairs whose J is
+  // marked as I: Gram EVDs that found nothing to rotate).
+  const int svd_pairs = step.svd_pairs;
+  if (svd_pairs > 0) {
     int* const rotates = pair_rotates_.data();
     Kokkos::parallel_for(
-        "kwsvd::wcycle_mark", Kokkos::RangePolicy<ExecSpace>(exec, 0, all_pairs),
-        KOKKOS_LAMBDA(const int p) {
-          if (p < svd_pairs) {
-            rotates[p] = 1;
-            return;
-          }
-          const int t = p - svd_pairs;
-          const bool rotates_t = !(ei[t].converged == 1 && ei[t].sweeps <= 1);
-          rotates[p] = rotates_t ? 1 : 0;
-          const int b = tasks[t].matrix;
-          if (mask[b] == 0 && rotates_t)
-            rotated[b] = 1;  // benign race: every writer stores 1
-        });
+        "kwsvd::wcycle_mark_svd_pairs", Kokkos::RangePolicy<ExecSpace>(exec, 0, svd_pairs),
+        KOKKOS_LAMBDA(const int p) { rotates[p] = 1; });
   }
   launch_pair_update(exec, step.update_work, step.update_tasks.data(), mask, J_.data(),
                      pair_rotates_.data());
