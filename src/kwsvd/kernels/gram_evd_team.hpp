@@ -50,11 +50,12 @@ KOKKOS_INLINE_FUNCTION int gram_evd_ld_b(int n_even) {
   return n_even + 3;
 }
 
-/// J: a warp rotates n'/2 rows of 64 / n' pairs' columns; below n' = 32
-/// those columns start in the same bank when the leading dimension is n'.
-/// n' + 8 staggers them by half the banks in double: 264 wavefronts per
-/// sweep at n' = 16 against 480 (ideal 240), in float 172 against 264. From
-/// n' = 32 on a warp's rows fill the banks whatever the leading dimension.
+/// J: below n' = 32, n' + 8 staggers columns across the banks. It was chosen
+/// when a warp rotated n'/2 rows of 64 / n' pairs' columns (264 wavefronts
+/// per sweep at n' = 16 in double against 480 with n', ideal 240; float 172
+/// against 264). ScratchEigenvectors::rotate now gives a warp pieces of
+/// several columns, each up to 128 bytes long; where they are shorter the
+/// stagger keeps them off each other's banks.
 KOKKOS_INLINE_FUNCTION int gram_evd_ld_j(int n_even) {
   return n_even < 32 ? n_even + 8 : n_even;
 }
@@ -251,12 +252,16 @@ KOKKOS_INLINE_FUNCTION Scalar rotation_cosine(Scalar t) {
 enum class GramEvdStop { sweep, quiet_steps, sweep_then_pass };
 
 /// J in level-0 scratch, any n: J <- J G rotates the two columns of every
-/// pair in place, an item rotating rows r and r + n'/2 of one pair (which
-/// halves the loads of the pair's c, s, i, j).
+/// pair in place.
 template <class Scalar>
 struct ScratchEigenvectors {
   static constexpr bool in_registers = false;
   Scalar* J;  // n' x n', leading dimension gram_evd_ld_j(n')
+
+  /// Most items per pair in rotate: 128 bytes of a column, which a GPU's
+  /// consecutive lanes (half a warp in double, a warp in float) read from
+  /// all 32 banks once.
+  static constexpr int log2_items_per_pair_max = sizeof(Scalar) > 4 ? 4 : 5;
 
   template <class Member>
   KOKKOS_INLINE_FUNCTION void set_identity(const Member& member, int ne) const {
@@ -268,15 +273,54 @@ struct ScratchEigenvectors {
   }
 
   /// After the step's rotations are in ws (no barrier needed before B's
-  /// update: J and B are disjoint).
+  /// update: J and B are disjoint). Consecutive items take one pair, as
+  /// many as the largest power of two up to n'/2 (and 128 bytes), item r
+  /// rows r, r + items, ...: the pair's c, s, i, j are one broadcast load
+  /// for all of them, the pair and row come from a shift and a mask, and each
+  /// item has at least two rows to rotate. Before, items ran over pairs x
+  /// n'/2 rows (rows r and r + n'/2 each, the pair from a float quotient):
+  /// 46 instructions per item on an H200 at n' = 48 in double, where an item
+  /// now takes three rows. The W-cycle got 0.5 to 4% faster (Table IV double
+  /// 512^2 355 -> 350 ms, float 100^2 5.68 -> 5.45).
   template <class Member>
   KOKKOS_INLINE_FUNCTION void rotate(const Member& member, int ne, int /*step*/,
                                      const GramEvdScratch<Scalar>& ws) const {
+    // log2 of the items per pair, by selects: a loop here cost every thread
+    // its iterations at every step, and the count kept in a register across
+    // the steps made double's n' = 48 slower (64 registers).
     const int half = ne / 2;
+    int shift = half >= 16 ? 4 : half >= 8 ? 3 : half >= 4 ? 2 : half >= 2 ? 1 : 0;
+    if (log2_items_per_pair_max > 4 && half >= 32)
+      shift = 5;
+    const int items = 1 << shift;
     const std::size_t ld = std::size_t(gram_evd_ld_j(ne));
-    const float inv_half = 1.0f / float(half > 0 ? half : 1);
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, half * half), [&](const int q) {
-      const int P = small_quotient(q, inv_half), r = q - P * half;
+    // Rows r and r2 of pair P's two columns (ji, jj) by its rotation (c, s),
+    // both loaded before either is stored (the columns may alias as far as
+    // the compiler knows).
+    const auto rotate_rows = [](Scalar* ji, Scalar* jj, Scalar c, Scalar s, int r, int r2) {
+      const Scalar x0 = ji[r], y0 = jj[r], x1 = ji[r2], y1 = jj[r2];
+      ji[r] = c * x0 - s * y0;
+      jj[r] = s * x0 + c * y0;
+      ji[r2] = c * x1 - s * y1;
+      jj[r2] = s * x1 + c * y1;
+    };
+    const int count = half << shift;
+    if (ne == 2 * items) {
+      // Exactly two rows an item, without a loop: one with a run-time trip
+      // count left float's n' = 64 (the same items as before) 3 to 7% slower
+      // in the W-cycle.
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, count), [&](const int q) {
+        const int P = q >> shift;
+        const Scalar sp = ws.s[P];
+        if (sp == Scalar(0))
+          return;
+        const int ij = ws.pair_ij[P], r = q & (items - 1);
+        rotate_rows(J + ld * (ij & 0xffff), J + ld * (ij >> 16), ws.c[P], sp, r, r + items);
+      });
+      return;
+    }
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, count), [&](const int q) {
+      const int P = q >> shift;
       const Scalar sp = ws.s[P];
       if (sp == Scalar(0))
         return;
@@ -284,11 +328,14 @@ struct ScratchEigenvectors {
       const int ij = ws.pair_ij[P];
       Scalar* const ji = J + ld * (ij & 0xffff);
       Scalar* const jj = J + ld * (ij >> 16);
-      const Scalar x0 = ji[r], y0 = jj[r], x1 = ji[r + half], y1 = jj[r + half];
-      ji[r] = cp * x0 - sp * y0;
-      jj[r] = sp * x0 + cp * y0;
-      ji[r + half] = cp * x1 - sp * y1;
-      jj[r + half] = sp * x1 + cp * y1;
+      int r = q & (items - 1);
+      for (; r + items < ne; r += 2 * items)
+        rotate_rows(ji, jj, cp, sp, r, r + items);
+      if (r < ne) {  // an odd count of rows: the last one alone
+        const Scalar x = ji[r], y = jj[r];
+        ji[r] = cp * x - sp * y;
+        jj[r] = sp * x + cp * y;
+      }
     });
   }
 
