@@ -60,9 +60,11 @@ class GramEvd : public ::testing::Test {
 
   static double u() { return std::numeric_limits<TestScalar>::epsilon() / 2; }
 
+  // Hooks: batched_gram_evd_hooked's (no skips, no reports by default).
+  template <class Hooks = kwsvd::Impl::GramEvdNoHooks>
   EvdResult<TestScalar> run(const std::vector<std::vector<TestScalar>>& mats, int n,
                             kwsvd::EvdOptions opt = {}, bool zero_columns_stay = false,
-                            bool recursive_pairs = false) {
+                            bool recursive_pairs = false, const Hooks& hooks = Hooks{}) {
     const int batch = int(mats.size());
     auto B = kwsvd::test::to_device<TestScalar, TestLayout>(mats, n, n);
     Kokkos::View<TestScalar**, TestLayout> lambda("lambda", batch, n);
@@ -71,8 +73,8 @@ class GramEvd : public ::testing::Test {
     const TestScalar nan = std::numeric_limits<TestScalar>::quiet_NaN();
     kwsvd::test::fill(lambda, nan);
     kwsvd::test::fill(J, nan);
-    kwsvd::Impl::batched_gram_evd_skipping(Exec(), B, lambda, J, info, opt, nullptr,
-                                           zero_columns_stay, recursive_pairs);
+    kwsvd::Impl::batched_gram_evd_hooked(Exec(), B, lambda, J, info, opt, hooks, zero_columns_stay,
+                                         recursive_pairs);
     auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), lambda);
     auto hj = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), J);
     auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
@@ -353,21 +355,14 @@ TYPED_TEST(GramEvd, HooksSkipMatricesAndReportWhetherJRotates) {
   // diagonal one in descending order does not (J = I), a skipped one is
   // reported as not rotating and its outputs are left alone.
   using T = typename TestFixture::TestScalar;
-  using L = typename TestFixture::TestLayout;
   const int n = 16, batch = 3;
   std::vector<T> diagonal(std::size_t(n) * n, T(0));
   for (int i = 0; i < n; ++i)
     diagonal[i + std::size_t(n) * i] = T(n - i);
   const std::vector<std::vector<T>> mats = {random_symmetric<T>(n, 5), diagonal,
                                             random_symmetric<T>(n, 6)};
-  const T nan = std::numeric_limits<T>::quiet_NaN();
   for (int sweeps : {0, 1}) {
     const std::string what = "sweeps option " + std::to_string(sweeps);
-    auto B = kwsvd::test::to_device<T, L>(mats, n, n);
-    Kokkos::View<T**, L> lambda("lambda", batch, n);
-    Kokkos::View<T***, L> J("J", batch, n, n);
-    Kokkos::View<kwsvd::EvdInfo*> info("info", batch);
-    kwsvd::test::fill(J, nan);
     Kokkos::View<int*> skip("skip", batch), report("report", batch);
     auto hs = Kokkos::create_mirror_view(skip);
     auto hr = Kokkos::create_mirror_view(report);
@@ -379,20 +374,19 @@ TYPED_TEST(GramEvd, HooksSkipMatricesAndReportWhetherJRotates) {
     Kokkos::deep_copy(report, hr);
     kwsvd::EvdOptions opt;
     opt.sweeps = sweeps;
-    kwsvd::Impl::batched_gram_evd_hooked(Exec(), B, lambda, J, info, opt,
-                                         RecordingHooks{skip.data(), report.data()});
+    const auto r =
+        this->run(mats, n, opt, false, false, RecordingHooks{skip.data(), report.data()});
     Kokkos::deep_copy(hr, report);
-    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
-    auto hj = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), J);
     EXPECT_EQ(hr(0), 1) << what;
     EXPECT_EQ(hr(1), 0) << what;
     EXPECT_EQ(hr(2), 0) << what;
-    EXPECT_EQ(hi(2).sweeps, 0) << what;
-    EXPECT_EQ(hi(2).converged, 1) << what;
+    EXPECT_EQ(r.info[2].sweeps, 0) << what;
+    EXPECT_EQ(r.info[2].converged, 1) << what;
     for (int c = 0; c < n; ++c)
       for (int i = 0; i < n; ++i) {
-        EXPECT_EQ(hj(1, i, c), T(i == c ? 1 : 0)) << what << ": J of the diagonal matrix";
-        EXPECT_TRUE(std::isnan(hj(2, i, c))) << what << ": J of the skipped matrix was written";
+        const std::size_t e = std::size_t(i) + std::size_t(n) * c;
+        EXPECT_EQ(r.J[1][e], T(i == c ? 1 : 0)) << what << ": J of the diagonal matrix";
+        EXPECT_TRUE(std::isnan(r.J[2][e])) << what << ": J of the skipped matrix was written";
       }
   }
 }

@@ -30,21 +30,19 @@ namespace Impl {
 /// matrix b alone (its info says converged after 0 sweeps; lambda and J are
 /// not written); done(b, rotated) runs on one thread once matrix b is
 /// finished, skipped or not, with whether its J differs from I, where
-/// `reports` is true. These hooks skip the matrices of a list (null: none)
-/// and report nothing; the W-cycle's (scheduler/wcycle.hpp) skip the pairs
-/// of converged matrices and mark the pairs that rotate, two launches a step
-/// fewer.
-struct GramEvdSkipList {
+/// `reports` is true. batched_gram_evd skips nothing and reports nothing;
+/// the W-cycle's hooks (scheduler/wcycle.hpp) skip the pairs of converged
+/// matrices and mark the pairs that rotate, two launches a step fewer.
+struct GramEvdNoHooks {
   static constexpr bool reports = false;
-  const int* list;
-  KOKKOS_INLINE_FUNCTION bool skip(int b) const { return list != nullptr && list[b] != 0; }
+  KOKKOS_INLINE_FUNCTION bool skip(int /*b*/) const { return false; }
   KOKKOS_INLINE_FUNCTION void done(int /*b*/, bool /*rotated*/) const {}
 };
 
 // Pointers and strides only, like the SVD closure (see batched_small_svd.hpp).
 // RegisterN > 0: n' = RegisterN and J in registers (RegisterEigenvectors);
-// 0: J in scratch. Hooks: GramEvdSkipList or the caller's.
-template <class ExecSpace, class Scalar, int RegisterN, class Hooks = GramEvdSkipList>
+// 0: J in scratch. Hooks: GramEvdNoHooks or the caller's.
+template <class ExecSpace, class Scalar, int RegisterN, class Hooks = GramEvdNoHooks>
 struct BatchedGramEvdFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   template <class T>
@@ -167,7 +165,7 @@ void launch_gram_evd(const ExecSpace& exec,
   }
 }
 
-/// batched_gram_evd with hooks around each matrix's EVD (GramEvdSkipList
+/// batched_gram_evd with hooks around each matrix's EVD (GramEvdNoHooks
 /// describes them; the W-cycle passes its own, which skip the pairs of
 /// matrices that have converged, whose Grams it did not recompute, and mark
 /// the pairs that rotate). The hooks' memory must be reachable from `exec`.
@@ -275,18 +273,6 @@ void batched_gram_evd_hooked(const ExecSpace& exec, const BView& B, const Lambda
   });
 }
 
-/// batched_gram_evd_hooked with a per-matrix skip list: skip[b] != 0 leaves
-/// lambda(b) and J(b) unwritten and reports info(b) as converged after 0
-/// sweeps. skip may be null.
-template <class ExecSpace, class BView, class LambdaView, class JView, class InfoView>
-void batched_gram_evd_skipping(const ExecSpace& exec, const BView& B, const LambdaView& lambda,
-                               const JView& J, const InfoView& info, const EvdOptions& options,
-                               const int* skip, bool zero_columns_stay = false,
-                               bool recursive_pairs = false) {
-  batched_gram_evd_hooked(exec, B, lambda, J, info, options, GramEvdSkipList{skip},
-                          zero_columns_stay, recursive_pairs);
-}
-
 }  // namespace Impl
 
 /// Eigen-decomposition B(b) = J(b) diag(lambda(b)) J(b)^T of every symmetric
@@ -309,7 +295,7 @@ void batched_gram_evd_skipping(const ExecSpace& exec, const BView& B, const Lamb
 template <class ExecSpace, class BView, class LambdaView, class JView, class InfoView>
 void batched_gram_evd(const ExecSpace& exec, const BView& B, const LambdaView& lambda,
                       const JView& J, const InfoView& info, const EvdOptions& options = {}) {
-  Impl::batched_gram_evd_skipping(exec, B, lambda, J, info, options, nullptr);
+  Impl::batched_gram_evd_hooked(exec, B, lambda, J, info, options, Impl::GramEvdNoHooks{});
 }
 
 }  // namespace kwsvd

@@ -32,6 +32,7 @@ struct PairSvdFunctor {
   const BlockPairTask<Scalar>* tasks;
   const int* mask;  // 1: the matrix is done (seed 002 Design-4)
   int* rotated;     // per matrix: set when the pair rotated
+  int* rotates;     // per pair: 0 when J = I (the update skips it), as the Gram EVD's pairs
   Scalar* J;        // pair p: (2w)^2 at J + p (2w)^2
   int w, max_rows, log2, sweeps;
   Scalar tol;
@@ -51,18 +52,22 @@ struct PairSvdFunctor {
     Scalar* const Jt = J + std::size_t(t.pair) * nn;
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, int(nn)),
                          [&](const int e) { Jt[e] = Js[e]; });
-    if (any)
-      Kokkos::single(Kokkos::PerTeam(member), [&]() { rotated[t.matrix] = 1; });
+    Kokkos::single(Kokkos::PerTeam(member), [&]() {
+      rotates[t.pair] = any ? 1 : 0;  // no rotation leaves J = I exactly
+      if (any)
+        rotated[t.matrix] = 1;
+    });
   }
 };
 
 /// The pair SVDs of one step: `count` tasks (rows at most max_rows, blocks of
 /// width w, each fitting as pair_svd_fits checked), J written at each task's
-/// `pair`. `lanes` vector lanes per column pair (clamped to the backend).
+/// `pair` and rotates[pair] set to whether it differs from I. `lanes`
+/// vector lanes per column pair (clamped to the backend).
 template <class ExecSpace, class Scalar>
 void launch_pair_svd(const ExecSpace& exec, const BlockPairTask<Scalar>* tasks, int count,
-                     int max_rows, int w, int lanes, const int* mask, int* rotated, Scalar* J,
-                     Scalar tol, int sweeps) {
+                     int max_rows, int w, int lanes, const int* mask, int* rotated, int* rotates,
+                     Scalar* J, Scalar tol, int sweeps) {
   if (count == 0)
     return;
   while (lanes > 1 && lanes > vector_length_max<ExecSpace>())
@@ -70,8 +75,8 @@ void launch_pair_svd(const ExecSpace& exec, const BlockPairTask<Scalar>* tasks, 
   int log2 = 0;
   while ((1 << (log2 + 1)) <= lanes)
     ++log2;
-  const PairSvdFunctor<ExecSpace, Scalar> f{tasks,    mask, rotated, J,  w,
-                                            max_rows, log2, sweeps,  tol};
+  const PairSvdFunctor<ExecSpace, Scalar> f{tasks, mask,     rotated, rotates, J,
+                                            w,     max_rows, log2,    sweeps,  tol};
   const int scratch = int(pair_svd_scratch_bytes<ExecSpace, Scalar>(max_rows, w));
   Kokkos::TeamPolicy<ExecSpace> probe(exec, count, 1, 1 << log2);
   probe.set_scratch_size(0, Kokkos::PerTeam(scratch));

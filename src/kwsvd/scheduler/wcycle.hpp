@@ -126,7 +126,7 @@ struct ColumnBlock {
   int col = 0, width = 0;
 };
 
-/// The W-cycle's hooks around each pair's Gram EVD (GramEvdSkipList says
+/// The W-cycle's hooks around each pair's Gram EVD (GramEvdNoHooks says
 /// what hooks do): the pairs of converged (masked) matrices are skipped, and
 /// each pair records whether its J rotates, so that the update skips the
 /// pairs whose J = I (late sweeps, where most pairs have converged, then
@@ -493,7 +493,7 @@ void WcycleLevelSolver<ExecSpace, Scalar>::run_step(const ExecSpace& exec, const
                                                     const int* mask, int* rotated) {
   const Scalar tol = resolved_tolerance<Scalar>(options_.tolerance);
   launch_pair_svd(exec, step.svd_tasks.data(), step.svd_pairs, step.svd_rows, step.w,
-                  step.svd_lanes, mask, rotated, J_.data(), tol, 1);
+                  step.svd_lanes, mask, rotated, pair_rotates_.data(), J_.data(), tol, 1);
   const int pairs = step.evd_pairs;
   if (pairs > 0) {
     const Task* tasks = step.gram_tasks.data();
@@ -524,15 +524,8 @@ void WcycleLevelSolver<ExecSpace, Scalar>::run_step(const ExecSpace& exec, const
     batched_gram_evd_hooked(exec, B3, lambda, J3, einfo, evd, hooks, /*zero_columns_stay=*/true,
                             /*recursive_pairs=*/true);
   }
-  // Every pair SVD's J is applied (the update skips the pairs whose J is
-  // marked as I: Gram EVDs that found nothing to rotate).
-  const int svd_pairs = step.svd_pairs;
-  if (svd_pairs > 0) {
-    int* const rotates = pair_rotates_.data();
-    Kokkos::parallel_for(
-        "kwsvd::wcycle_mark_svd_pairs", Kokkos::RangePolicy<ExecSpace>(exec, 0, svd_pairs),
-        KOKKOS_LAMBDA(const int p) { rotates[p] = 1; });
-  }
+  // Pairs whose J = I (pair SVDs or Gram EVDs that found nothing to
+  // rotate, marked by their own launches) are skipped by the update.
   launch_pair_update(exec, step.update_work, step.update_tasks.data(), mask, J_.data(),
                      pair_rotates_.data());
 }
