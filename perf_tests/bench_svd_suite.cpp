@@ -13,11 +13,13 @@
 //                           cores (OpenMP)
 //
 //   perf_svd_suite --suite=<smoke|paper|seed002|full> [--pair-svd=0|1]
-//                  [--level-widths=w1,w2,...] [benchmark flags]
+//                  [--level-widths=w1,w2,...] [--instances=0|1|2]
+//                  [benchmark flags]
 //
-// --pair-svd and --level-widths set kwsvd's SvdOptions (default: pair SVD off,
-// level widths from the tuning engine), to compare W-cycle plans; kwsvd
-// entries record the plan's levels and pairs per sweep by group.
+// --pair-svd, --level-widths and --instances set kwsvd's SvdOptions (default:
+// pair SVD off, level widths and instances from the tuning engine), to
+// compare W-cycle plans; kwsvd entries record the plan's levels, pairs per
+// sweep by group and instances.
 //
 // Benchmark names: <experiment>/<implementation>/<scalar>/m:M/n:N/batch:B, or
 // .../group:L/batch:B for a mixed-size group whose shapes are drawn
@@ -184,13 +186,14 @@ void finish(benchmark::State& state, const ContiguousBatch<T>& data) {
   state.counters["max_extent"] = max_extent(data.shapes);
 }
 
-// SvdOptions of every kwsvd entry (--pair-svd=, --level-widths=).
+// SvdOptions of every kwsvd entry (--pair-svd=, --level-widths=, --instances=).
 kwsvd::SvdOptions suite_options;
 
 void record_plan(benchmark::State& state, const kwsvd::WcyclePlanSummary& summary) {
   state.counters["levels"] = summary.levels;
   state.counters["pair_svds_per_sweep"] = double(summary.pair_svds);
   state.counters["gram_evds_per_sweep"] = double(summary.gram_evds);
+  state.counters["instances"] = summary.instances;
 }
 
 template <class T>
@@ -419,6 +422,8 @@ int main(int argc, char** argv) {
       suite = argv[i] + 8;
     } else if (std::strncmp(argv[i], "--pair-svd=", 11) == 0) {
       suite_options.pair_svd = std::atoi(argv[i] + 11) != 0;
+    } else if (std::strncmp(argv[i], "--instances=", 12) == 0) {
+      suite_options.instances = std::atoi(argv[i] + 12);
     } else if (std::strncmp(argv[i], "--level-widths=", 15) == 0) {
       widths = argv[i] + 15;  // comma-separated, e.g. 32,16
       std::istringstream in(widths);
@@ -449,7 +454,8 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("suite", suite);
   benchmark::AddCustomContext("kwsvd_options",
                               std::string("pair_svd=") + (suite_options.pair_svd ? "1" : "0") +
-                                  " level_widths=" + (widths.empty() ? "auto" : widths));
+                                  " level_widths=" + (widths.empty() ? "auto" : widths) +
+                                  " instances=" + std::to_string(suite_options.instances));
   benchmark::AddCustomContext("device", device_name());
   benchmark::AddCustomContext("execution_space", Kokkos::DefaultExecutionSpace::name());
   benchmark::AddCustomContext("nominal_flops", kwsvd::bench::nominal_flops_formula());

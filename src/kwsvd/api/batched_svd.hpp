@@ -54,7 +54,8 @@ class BatchedSvd {
     level0_ = options.level0 && small_svd_fits<Scalar, ExecSpace>(int(m), int(n), options.job);
     if (!level0_ && batch > 0 && m > 0 && n > 0)
       solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(
-          std::vector<MatrixShape>(std::size_t(batch), MatrixShape{int(m), int(n)}), options, fn);
+          exec, std::vector<MatrixShape>(std::size_t(batch), MatrixShape{int(m), int(n)}), options,
+          fn);
   }
 
   /// True when the shape runs in the level-0 kernel (no block rotations).

@@ -62,6 +62,15 @@ struct SvdOptions {
   /// limit; a smaller value reproduces a GPU's choices on a host backend
   /// (whose limit is far larger), for tests.
   int block_scratch_bytes = 0;
+  /// Execution-space instances the W-cycle's matrices are swept on: 1, or 2
+  /// (two halves of the batch, each on a stream of its own made from the
+  /// caller's instance, so that one half's memory-bound updates overlap the
+  /// other's Gram EVDs and each fills the other's partial waves); 0 picks 2
+  /// for large batches on GPU backends with Kokkos 4 or later
+  /// (tuning/sweep_instances.hpp) and 1 elsewhere. The call still
+  /// orders itself on the caller's instance (it waits for it before the
+  /// sweeps and finishes on it). See perf_tests/notes/wcycle.md.
+  int instances = 0;
 };
 
 /// Per sweep, how a W-cycle plan splits its work (for tests, benchmarks and
@@ -72,6 +81,7 @@ struct WcyclePlanSummary {
   long pair_svds = 0;       ///< pairs solved by the pair SVD in scratch (group i)
   long gram_evds = 0;       ///< pairs solved by Gram GEMM + EVD (group ii)
   std::vector<int> widths;  ///< w_1, w_2, ... of the levels planned
+  int instances = 1;        ///< parts of the batch swept on instances of their own
 };
 
 /// Order of the eigenvalues (and eigenvector columns) of an EVD.

@@ -100,7 +100,7 @@ class VariableBatchedSvd {
     level0_shapes_ =
         Impl::copy_to_device<memory_space>(level0_plan_.shapes, "kwsvd::level0_shapes");
     if (!blocks.empty())
-      solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(block_shapes, options,
+      solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(exec, block_shapes, options,
                                                            "kwsvd::VariableBatchedSvd");
     slots_ = Kokkos::View<Impl::MatrixSlot<Scalar>*, memory_space>("kwsvd::slots", shapes.size());
     host_slots_ = Kokkos::create_mirror_view(slots_);

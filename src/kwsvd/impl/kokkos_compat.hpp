@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <Kokkos_Core.hpp>
 
@@ -85,6 +86,32 @@ inline int team_scratch_bytes_max() {
 template <class ExecSpace>
 constexpr bool runs_off_host() {
   return !Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible;
+}
+
+// Whether two independent instances of ExecSpace can be made from one
+// (Kokkos::Experimental::partition_space, which Kokkos 3.4 lacks) and are
+// worth it: on a GPU backend each is a stream of its own, so that two
+// chains of launches overlap. Host backends run one.
+template <class ExecSpace>
+constexpr bool splits_into_streams() {
+#if KOKKOS_VERSION >= 40000
+  return runs_off_host<ExecSpace>();
+#else
+  return false;
+#endif
+}
+
+// Two new instances (streams) on exec's device; only where
+// splits_into_streams<ExecSpace>(), else two copies of exec.
+template <class ExecSpace>
+std::vector<ExecSpace> two_streams(const ExecSpace& exec) {
+#if KOKKOS_VERSION >= 40000
+  if constexpr (splits_into_streams<ExecSpace>()) {
+    const auto parts = Kokkos::Experimental::partition_space(exec, 1, 1);
+    return std::vector<ExecSpace>(parts.begin(), parts.end());
+  }
+#endif
+  return {exec, exec};
 }
 
 // Longest vector (ThreadVectorRange) length ExecSpace supports.
