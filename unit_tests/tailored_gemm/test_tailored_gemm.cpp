@@ -25,6 +25,49 @@ using kwsvd::Impl::BlockPairTask;
 
 using kwsvd::test::Case;
 
+// Gram EVD hooks that read each task's Gram where launch_pair_gram left it
+// (the W-cycle's way: no cross-plate launch).
+template <class T>
+struct PlateSumHooks {
+  static constexpr bool reports = false;
+  kwsvd::Impl::GramPlateSums<T> gram;
+  KOKKOS_INLINE_FUNCTION bool skip(int) const { return false; }
+  KOKKOS_INLINE_FUNCTION void done(int, bool) const {}
+  KOKKOS_INLINE_FUNCTION T gram_entry(int t, int row, int col) const { return gram(t, row, col); }
+};
+
+// One sweep of the Gram EVD of every task's Gram: from B (`hooks` absent)
+// or through PlateSumHooks; eigenvalues then J, on the host.
+template <class T>
+std::vector<T> evd_of_grams(Kokkos::View<T*> B, int tasks, int n,
+                            const kwsvd::Impl::GramPlateSums<T>* sums) {
+  const std::size_t nn = std::size_t(n) * n;
+  const Kokkos::LayoutStride square(std::size_t(tasks), nn, std::size_t(n), 1, std::size_t(n),
+                                    std::size_t(n));
+  Kokkos::View<T***, Kokkos::LayoutStride> B3(B.data(), square);
+  Kokkos::View<T***, Kokkos::LayoutLeft> J("J", tasks, n, n);
+  Kokkos::View<T**> lambda("lambda", tasks, n);
+  Kokkos::View<kwsvd::EvdInfo*> info("info", tasks);
+  kwsvd::EvdOptions evd;
+  evd.sweeps = 1;
+  evd.positive_semidefinite = true;
+  if (sums != nullptr)
+    kwsvd::Impl::batched_gram_evd_hooked(Exec(), B3, lambda, J, info, evd, PlateSumHooks<T>{*sums});
+  else
+    kwsvd::batched_gram_evd(Exec(), B3, lambda, J, info, evd);
+  auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), lambda);
+  auto hj = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), J);
+  std::vector<T> out;
+  for (int t = 0; t < tasks; ++t)
+    for (int i = 0; i < n; ++i)
+      out.push_back(hl(t, i));
+  for (int t = 0; t < tasks; ++t)
+    for (int c = 0; c < n; ++c)
+      for (int r = 0; r < n; ++r)
+        out.push_back(hj(t, r, c));
+  return out;
+}
+
 // A batch of matrices with different row counts in one rank-3 View
 // (batch, m_max, n), each matrix using its first m_k rows, and the tasks of
 // one level over it: pairs of blocks of width w, the last block narrower.
@@ -149,6 +192,17 @@ TYPED_TEST(TailoredGemm, GramMatchesReferenceForEveryWidth) {
                   << "w " << w << " delta " << delta << " task " << t << " entry (" << a << ", "
                   << b << ")";
             }
+        }
+        // Without the cross-plate launch, the Gram EVD summing the plates as
+        // it loads them (the W-cycle's way) finds what it finds from B, to
+        // the bit.
+        if (kwsvd::gram_evd_fits<T, Exec>(n2)) {
+          Kokkos::View<T*> B2("B2", B.size());
+          const auto sums = kwsvd::Impl::launch_pair_gram(
+              Exec(), work, level.tasks_d.data(), nullptr, partial.data(), B2.data(), false);
+          const int tasks = int(level.tasks.size());
+          EXPECT_EQ(evd_of_grams(B2, tasks, n2, &sums), evd_of_grams<T>(B, tasks, n2, nullptr))
+              << "w " << w << " groups " << groups << " delta " << delta;
         }
       }
 }

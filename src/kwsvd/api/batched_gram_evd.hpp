@@ -33,11 +33,20 @@ namespace Impl {
 /// `reports` is true. batched_gram_evd skips nothing and reports nothing;
 /// the W-cycle's hooks (scheduler/wcycle.hpp) skip the pairs of converged
 /// matrices and mark the pairs that rotate, two launches a step fewer.
+/// Hooks with a member gram_entry(b, row, col) supply matrix b's entries
+/// (row <= col) in place of B: the W-cycle's sum the plates of its Grams
+/// (one launch a step fewer again).
 struct GramEvdNoHooks {
   static constexpr bool reports = false;
   KOKKOS_INLINE_FUNCTION bool skip(int /*b*/) const { return false; }
   KOKKOS_INLINE_FUNCTION void done(int /*b*/, bool /*rotated*/) const {}
 };
+
+/// Whether Hooks supplies the matrices' entries (gram_entry).
+template <class Hooks, class = void>
+struct hooks_supply_entries : std::false_type {};
+template <class Hooks>
+struct hooks_supply_entries<Hooks, std::void_t<decltype(&Hooks::gram_entry)>> : std::true_type {};
 
 // Pointers and strides only, like the SVD closure (see batched_small_svd.hpp).
 // RegisterN > 0: n' = RegisterN and J in registers (RegisterEigenvectors);
@@ -85,13 +94,19 @@ struct BatchedGramEvdFunctor {
     GramEvdScratch<Scalar> ws{Bs.data(), Js.data(), c.data(), s.data(), nullptr, nullptr, nullptr};
     ws.set_ints(ints.data(), int(ne));
     const GramEvdOutput<Scalar> out{lambda + b * lambda_batch_stride, lambda_stride, j, info + b};
-    if constexpr (RegisterN > 0) {
-      RegisterEigenvectors<Scalar, RegisterN, register_rows> vecs;
-      gram_evd_team(member, a, n, ws, out, control, vecs);
-    } else {
-      ScratchEigenvectors<Scalar> vecs{Js.data()};
-      gram_evd_team(member, a, n, ws, out, control, vecs);
-    }
+    const auto solve = [&](const auto& source) {
+      if constexpr (RegisterN > 0) {
+        RegisterEigenvectors<Scalar, RegisterN, register_rows> vecs;
+        gram_evd_team(member, source, n, ws, out, control, vecs);
+      } else {
+        ScratchEigenvectors<Scalar> vecs{Js.data()};
+        gram_evd_team(member, source, n, ws, out, control, vecs);
+      }
+    };
+    if constexpr (hooks_supply_entries<Hooks>::value)
+      solve([&](const int row, const int col) { return hooks.gram_entry(b, row, col); });
+    else
+      solve(a);
     if constexpr (Hooks::reports) {
       // J = I exactly when the EVD converged without a rotating sweep (a
       // step that rotates nothing changes nothing). The barrier makes the

@@ -456,12 +456,12 @@ KOKKOS_INLINE_FUNCTION constexpr GramEvdStop gram_evd_stop() {
                                              : GramEvdStop::sweep_then_pass;
 }
 
-/// The EVD B = J diag(lambda) J^T of the team's symmetric matrix (upper
-/// triangle read), J accumulated in `vecs` (ScratchEigenvectors or
-/// RegisterEigenvectors). Collective over the team.
-template <class Member, class Scalar, class Eigenvectors>
-KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
-                                          const StridedMatrix<const Scalar>& A, int n,
+/// The EVD B = J diag(lambda) J^T of the team's symmetric matrix A (upper
+/// triangle read: A(row, col), row <= col; a StridedMatrix or any accessor,
+/// such as the W-cycle's sum of a Gram's plates), J accumulated in `vecs`
+/// (ScratchEigenvectors or RegisterEigenvectors). Collective over the team.
+template <class Member, class Source, class Scalar, class Eigenvectors>
+KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A, int n,
                                           const GramEvdScratch<Scalar>& ws,
                                           const GramEvdOutput<Scalar>& out,
                                           const GramEvdControl<Scalar>& ctl, Eigenvectors& vecs) {
@@ -472,13 +472,12 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member,
 
   // 1. Load the upper triangle into both triangles (odd n: zero last row and
   //    column), J = I, and the largest magnitude (non-finite counts as Inf).
+  //    Each entry is read once: a source that sums a Gram's plates
+  //    (the W-cycle's) pays for each read.
   const Scalar amax = copy_with_max_magnitude(
       member, ne, ne,
-      [&](const int row, const int col) {
-        const bool inside = row < n && col < n;
-        return inside ? (row <= col ? A(row, col) : A(col, row)) : Scalar(0);
-      },
-      B, ldb);
+      [&](const int row, const int col) { return row < n && col < n ? A(row, col) : Scalar(0); }, B,
+      ldb, /*upper_only=*/true);
   vecs.set_identity(member, ne);
 
   if (!(amax < scalar_limits<Scalar>::infinity())) {

@@ -398,26 +398,28 @@ struct PairGramFunctor {
   }
 };
 
-template <class ExecSpace, class Scalar>
-struct PairGramReduceFunctor {
-  const BlockPairTask<Scalar>* tasks;
+/// Where the Gram of each task of a launch_pair_gram lives: entry (a, b) of
+/// task t is B's (the pipelined Gram teams wrote the Grams of one-plate
+/// tasks there) or the sum of its plates' partial tiles, plates in a fixed
+/// order (the same sum run to run).
+template <class Scalar>
+struct GramPlateSums {
   const int* partial_begin;
-  const int* mask;
   const Scalar* partial;
-  Scalar* B;  // task t: column-major (2w) x (2w) at B + t (2w)^2
+  const Scalar* B;  // task t: column-major (2w) x (2w) at B + t (2w)^2
   int w;
-  bool single_plates_written;  // the Gram teams wrote B of one-plate tasks
+  bool single_plates_written = false;  // the Gram teams wrote B of one-plate tasks
+  bool all_in_B = false;               // the cross-plate sums are done too
 
-  KOKKOS_INLINE_FUNCTION void operator()(const std::size_t e) const {
+  KOKKOS_INLINE_FUNCTION bool in_B(int t) const {
+    return all_in_B || (single_plates_written && task_is_one_plate(partial_begin, t));
+  }
+
+  KOKKOS_INLINE_FUNCTION Scalar operator()(int t, int a, int b) const {
     const int n = 2 * w;
-    const std::size_t nn = std::size_t(n) * n;
-    const int t = int(e / nn);
-    const int idx = int(e - std::size_t(t) * nn);
-    if (mask != nullptr && mask[tasks[t].matrix] != 0)
-      return;
-    if (single_plates_written && task_is_one_plate(partial_begin, t))
-      return;
-    int a = idx % n, b = idx / n;
+    if (in_B(t))
+      return B[std::size_t(t) * std::size_t(n) * std::size_t(n) + std::size_t(a) +
+               std::size_t(n) * std::size_t(b)];
     if (a / gemm_tile > b / gemm_tile) {
       const int tmp = a;
       a = b;
@@ -428,10 +430,30 @@ struct PairGramReduceFunctor {
     const int k = (a - P * gemm_tile) * gemm_tile + (b - Q * gemm_tile);
     const std::size_t slot_size = std::size_t(gram_upper_tiles(w)) * gemm_tile * gemm_tile;
     const std::size_t at = std::size_t(tile) * gemm_tile * gemm_tile + k;
-    Scalar sum = 0;  // plates in a fixed order: the same sum run to run
+    Scalar sum = 0;
     for (int p = partial_begin[t]; p < partial_begin[t + 1]; ++p)
       sum += partial[p * slot_size + at];
-    B[e] = sum;
+    return sum;
+  }
+};
+
+template <class ExecSpace, class Scalar>
+struct PairGramReduceFunctor {
+  const BlockPairTask<Scalar>* tasks;
+  const int* mask;
+  GramPlateSums<Scalar> sums;
+  Scalar* B;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const std::size_t e) const {
+    const int n = 2 * sums.w;
+    const std::size_t nn = std::size_t(n) * n;
+    const int t = int(e / nn);
+    const int idx = int(e - std::size_t(t) * nn);
+    if (mask != nullptr && mask[tasks[t].matrix] != 0)
+      return;
+    if (sums.in_B(t))
+      return;
+    B[e] = sums(t, idx % n, idx / n);
   }
 };
 
@@ -439,13 +461,17 @@ struct PairGramReduceFunctor {
 /// the plates, one for the cross-plate sums. `partial` holds
 /// tailored_gram_partial_size(work) scalars; B holds (2w)^2 per task.
 /// Masked tasks (mask[task.matrix] != 0; mask may be null) are skipped and
-/// their B left unchanged.
+/// their B left unchanged. `sum_plates` false leaves out the second launch:
+/// the returned GramPlateSums then reads each Gram where it is (the W-cycle's
+/// Gram EVD sums the plates as it loads them, one launch a step fewer).
 template <class ExecSpace, class Scalar>
-void launch_pair_gram(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& work,
-                      const BlockPairTask<Scalar>* tasks, const int* mask, Scalar* partial,
-                      Scalar* B) {
+GramPlateSums<Scalar> launch_pair_gram(const ExecSpace& exec,
+                                       const TailoredGemmWork<ExecSpace>& work,
+                                       const BlockPairTask<Scalar>* tasks, const int* mask,
+                                       Scalar* partial, Scalar* B, bool sum_plates = true) {
+  GramPlateSums<Scalar> sums{work.partial_begin.data(), partial, B, work.w};
   if (work.tasks == 0)
-    return;
+    return sums;
   constexpr const char* fn = "kwsvd::Impl::launch_pair_gram";
   const int w = work.w;
   const auto too_wide = [&]() {
@@ -499,14 +525,16 @@ void launch_pair_gram(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& 
   }
   // The pipelined teams wrote B of every one-plate task: no second launch
   // when that is all of them (a level of pairs no taller than a plate).
-  if (launched && work.tasks_not_one_plate == 0)
-    return;
+  sums.single_plates_written = launched;
+  if (!sum_plates || (launched && work.tasks_not_one_plate == 0))
+    return sums;
   const std::size_t n2 = std::size_t(2 * w) * std::size_t(2 * w);
   Kokkos::parallel_for("kwsvd::tailored_gram_reduce",
                        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::size_t>>(
                            exec, 0, std::size_t(work.tasks) * n2),
-                       PairGramReduceFunctor<ExecSpace, Scalar>{tasks, work.partial_begin.data(),
-                                                                mask, partial, B, w, launched});
+                       PairGramReduceFunctor<ExecSpace, Scalar>{tasks, mask, sums, B});
+  sums.all_in_B = true;
+  return sums;
 }
 
 template <class ExecSpace, class Scalar, bool JInScratch>

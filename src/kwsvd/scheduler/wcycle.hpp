@@ -53,6 +53,7 @@
 #include "kwsvd/scheduler/block_ordering.hpp"
 #include "kwsvd/scheduler/pair_svd.hpp"
 #include "kwsvd/scheduler/tailored_gemm.hpp"
+#include "kwsvd/tuning/gram_evd_team_threads.hpp"
 #include "kwsvd/tuning/sweep_instances.hpp"
 #include "kwsvd/tuning/tailoring_plan.hpp"
 
@@ -140,13 +141,16 @@ struct ColumnBlock {
 /// pairs whose J = I (late sweeps, where most pairs have converged, then
 /// cost little besides their Grams), and a rotating pair marks its matrix as
 /// not converged. In the EVD's launch instead of two launches of their own.
-template <class Task>
+/// The EVD also reads each Gram where the Gram GEMM left it, summing its
+/// plates as it loads them, instead of a launch that sums them into B.
+template <class Scalar>
 struct WcycleEvdHooks {
   static constexpr bool reports = true;
-  const Task* tasks;  // the step's EVD pairs
-  const int* mask;    // per matrix: 1 when done
-  int* rotates;       // per EVD pair: 0 when J = I
-  int* rotated;       // per matrix: some pair rotated this sweep
+  const BlockPairTask<Scalar>* tasks;  // the step's EVD pairs
+  const int* mask;                     // per matrix: 1 when done
+  int* rotates;                        // per EVD pair: 0 when J = I
+  int* rotated;                        // per matrix: some pair rotated this sweep
+  GramPlateSums<Scalar> gram;          // the pairs' Grams
 
   KOKKOS_INLINE_FUNCTION bool skip(int t) const { return mask[tasks[t].matrix] != 0; }
   KOKKOS_INLINE_FUNCTION void done(int t, bool rotates_t) const {
@@ -154,6 +158,9 @@ struct WcycleEvdHooks {
     const int b = tasks[t].matrix;
     if (rotates_t && mask[b] == 0)
       rotated[b] = 1;  // benign race: every writer stores 1
+  }
+  KOKKOS_INLINE_FUNCTION Scalar gram_entry(int t, int row, int col) const {
+    return gram(t, row, col);
   }
 };
 
@@ -590,7 +597,9 @@ void WcycleLevelSolver<ExecSpace, Scalar>::run_step(const ExecSpace& exec, const
   const int pairs = step.evd_pairs;
   if (pairs > 0) {
     const Task* tasks = step.gram_tasks.data();
-    launch_pair_gram(exec, step.gram_work, tasks, mask, part.partial.data(), part.B.data());
+    const GramPlateSums<Scalar> gram =
+        launch_pair_gram(exec, step.gram_work, tasks, mask, part.partial.data(), part.B.data(),
+                         /*sum_plates=*/false);
     const int n = 2 * step.w;
     const std::size_t nn = std::size_t(n) * std::size_t(n);
     const Kokkos::LayoutStride square(std::size_t(pairs), nn, std::size_t(n), 1, std::size_t(n),
@@ -604,6 +613,7 @@ void WcycleLevelSolver<ExecSpace, Scalar>::run_step(const ExecSpace& exec, const
     EvdOptions evd;
     evd.tolerance = options_.tolerance;
     evd.sweeps = 1;
+    evd.team_threads = wcycle_gram_evd_team_threads(n, int(sizeof(Scalar)));
     // The EVD's steps follow the recursive ordering too (cross pairs
     // first). Larger eigenvalues go into block i, the one of lower columns
     // (paper 001 §4.3: sorted pairs). A narrow block's missing columns are
@@ -612,8 +622,10 @@ void WcycleLevelSolver<ExecSpace, Scalar>::run_step(const ExecSpace& exec, const
     evd.order = EigenOrder::descending;
     evd.positive_semidefinite = true;
     // The EVD skips the pairs of converged (masked) matrices, whose Grams
-    // were not computed, and marks which pairs rotate (WcycleEvdHooks).
-    const WcycleEvdHooks<Task> hooks{tasks, mask, part.rotates.data() + step.svd_pairs, rotated};
+    // were not computed, marks which pairs rotate and sums the Grams' plates
+    // (WcycleEvdHooks).
+    const WcycleEvdHooks<Scalar> hooks{tasks, mask, part.rotates.data() + step.svd_pairs, rotated,
+                                       gram};
     batched_gram_evd_hooked(exec, B3, lambda, J3, einfo, evd, hooks, /*zero_columns_stay=*/true,
                             /*recursive_pairs=*/true);
   }

@@ -31,6 +31,20 @@ inline int gram_evd_team_threads(int n, long batch, int scalar_bytes, bool j_in_
   return 256;
 }
 
+/// Threads per team of the W-cycle's Gram EVDs (one inner sweep of a pair's
+/// 2w x 2w Gram, J in scratch), or 0 for gram_evd_team_threads's choice.
+/// Measured in perf_svd_suite on an H200 (two instances, the Grams' plates
+/// summed by the EVD): double n' = 48 (w = 24) on 192 threads against 256,
+/// 5 teams an SM instead of 4 (64 registers a thread), Table IV 128^2 10.9
+/// -> 10.0 ms, 256^2 45.6 -> 44.5, 512^2 325 -> 318, Fig. 8(b) 512^2 x 100
+/// 171 -> 167, 1024^2 x 10 190 -> 184, Table VI's groups to 256 and 512 -4.3
+/// and -3.3%, every other point within 1%. (Before those two changes the
+/// same trial lost 1.2% at 256^2.) The standalone EVD, run to convergence on
+/// batches of 1000 and more, stays on 256.
+inline int wcycle_gram_evd_team_threads(int n, int scalar_bytes) {
+  return scalar_bytes >= 8 && n > 32 && n <= 48 ? 192 : 0;
+}
+
 /// Teams per SM that the register cap of the J-in-registers kernel aims at
 /// (Kokkos::LaunchBounds, 64 threads a team, 64K registers an SM): J's
 /// registers plus 40, n = 64 in double giving 6 teams of 168 registers.
