@@ -40,6 +40,7 @@
 // are masked, so their teams exit at once).
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -274,7 +275,7 @@ class WcycleLevelSolver {
     };
     if (parts > 1)
       exec.fence();
-    std::vector<int> running(std::size_t(parts), 1);
+    std::array<bool, 2> running{true, true};  // per part (at most two): still sweeping
     std::size_t most_steps = 0;
     for (const auto& part : parts_)
       most_steps = std::max(most_steps, part.steps.size());
