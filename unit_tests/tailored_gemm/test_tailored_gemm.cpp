@@ -25,7 +25,7 @@ using kwsvd::Impl::BlockPairTask;
 
 using kwsvd::test::Case;
 
-// Gram EVD hooks that read each task's Gram where launch_pair_gram left it
+// Gram EVD hooks that read each task's Gram where launch_pair_gram_plates left it
 // (the W-cycle's way: no cross-plate launch).
 template <class T>
 struct PlateSumHooks {
@@ -198,8 +198,8 @@ TYPED_TEST(TailoredGemm, GramMatchesReferenceForEveryWidth) {
         // the bit.
         if (kwsvd::gram_evd_fits<T, Exec>(n2)) {
           Kokkos::View<T*> B2("B2", B.size());
-          const auto sums = kwsvd::Impl::launch_pair_gram(
-              Exec(), work, level.tasks_d.data(), nullptr, partial.data(), B2.data(), false);
+          const auto sums = kwsvd::Impl::launch_pair_gram_plates(
+              Exec(), work, level.tasks_d.data(), nullptr, partial.data(), B2.data());
           const int tasks = int(level.tasks.size());
           EXPECT_EQ(evd_of_grams(B2, tasks, n2, &sums), evd_of_grams<T>(B, tasks, n2, nullptr))
               << "w " << w << " groups " << groups << " delta " << delta;

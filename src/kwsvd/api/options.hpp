@@ -62,14 +62,15 @@ struct SvdOptions {
   /// limit; a smaller value reproduces a GPU's choices on a host backend
   /// (whose limit is far larger), for tests.
   int block_scratch_bytes = 0;
-  /// Execution-space instances the W-cycle's matrices are swept on: 1, or 2
-  /// (two halves of the batch, each on a stream of its own made from the
-  /// caller's instance, so that one half's memory-bound updates overlap the
-  /// other's Gram EVDs and each fills the other's partial waves); 0 picks 2
-  /// for large batches on GPU backends with Kokkos 4 or later
-  /// (tuning/sweep_instances.hpp) and 1 elsewhere. The call still
-  /// orders itself on the caller's instance (it waits for it before the
-  /// sweeps and finishes on it). See perf_tests/notes/wcycle.md.
+  /// Parts the W-cycle's matrices are swept in: 1, or 2 (alternate matrices;
+  /// on GPU backends with Kokkos 4 or later each part runs on a stream of
+  /// its own made from the caller's instance, so that one part's
+  /// memory-bound updates overlap the other's Gram EVDs and each fills the
+  /// other's partial waves; elsewhere both run on the caller's instance); 0
+  /// picks 2 for large batches on those GPU backends
+  /// (tuning/sweep_instances.hpp) and 1 elsewhere. The call still orders
+  /// itself on the caller's instance (the streams wait for it before the
+  /// sweeps, and it finishes on it). See perf_tests/notes/wcycle.md.
   int instances = 0;
 };
 

@@ -101,17 +101,16 @@ constexpr bool splits_into_streams() {
 #endif
 }
 
-// Two new instances (streams) on exec's device; only where
-// splits_into_streams<ExecSpace>(), else two copies of exec.
+// Two new instances (streams) on exec's device; for backends where
+// splits_into_streams<ExecSpace>() (callers check it first).
 template <class ExecSpace>
 std::vector<ExecSpace> two_streams(const ExecSpace& exec) {
 #if KOKKOS_VERSION >= 40000
-  if constexpr (splits_into_streams<ExecSpace>()) {
-    const auto parts = Kokkos::Experimental::partition_space(exec, 1, 1);
-    return std::vector<ExecSpace>(parts.begin(), parts.end());
-  }
+  const auto parts = Kokkos::Experimental::partition_space(exec, 1, 1);
+  return std::vector<ExecSpace>(parts.begin(), parts.end());
+#else
+  return {exec};  // not reached: splits_into_streams is false before Kokkos 4
 #endif
-  return {exec, exec};
 }
 
 // Longest vector (ThreadVectorRange) length ExecSpace supports.

@@ -398,10 +398,10 @@ struct PairGramFunctor {
   }
 };
 
-/// Where the Gram of each task of a launch_pair_gram lives: entry (a, b) of
-/// task t is B's (the pipelined Gram teams wrote the Grams of one-plate
-/// tasks there) or the sum of its plates' partial tiles, plates in a fixed
-/// order (the same sum run to run).
+/// Where the Gram of each task of a launch_pair_gram_plates lives: entry
+/// (a, b) of task t is B's (the pipelined Gram teams wrote the Grams of
+/// one-plate tasks there) or the sum of its plates' partial tiles, plates in
+/// a fixed order (the same sum run to run).
 template <class Scalar>
 struct GramPlateSums {
   const int* partial_begin;
@@ -409,10 +409,9 @@ struct GramPlateSums {
   const Scalar* B;  // task t: column-major (2w) x (2w) at B + t (2w)^2
   int w;
   bool single_plates_written = false;  // the Gram teams wrote B of one-plate tasks
-  bool all_in_B = false;               // the cross-plate sums are done too
 
   KOKKOS_INLINE_FUNCTION bool in_B(int t) const {
-    return all_in_B || (single_plates_written && task_is_one_plate(partial_begin, t));
+    return single_plates_written && task_is_one_plate(partial_begin, t);
   }
 
   KOKKOS_INLINE_FUNCTION Scalar operator()(int t, int a, int b) const {
@@ -457,18 +456,17 @@ struct PairGramReduceFunctor {
   }
 };
 
-/// Gram B_t = [A_i A_j]^T [A_i A_j] of every task of a level: one launch over
-/// the plates, one for the cross-plate sums. `partial` holds
-/// tailored_gram_partial_size(work) scalars; B holds (2w)^2 per task.
-/// Masked tasks (mask[task.matrix] != 0; mask may be null) are skipped and
-/// their B left unchanged. `sum_plates` false leaves out the second launch:
-/// the returned GramPlateSums then reads each Gram where it is (the W-cycle's
-/// Gram EVD sums the plates as it loads them, one launch a step fewer).
+/// The plates of the Gram B_t = [A_i A_j]^T [A_i A_j] of every task of a
+/// level, one launch: the returned GramPlateSums reads each Gram where it
+/// is (the W-cycle's Gram EVD sums the plates as it loads them).
+/// `partial` holds tailored_gram_partial_size(work) scalars; B holds (2w)^2
+/// per task. Masked tasks (mask[task.matrix] != 0; mask may be null) are
+/// skipped.
 template <class ExecSpace, class Scalar>
-GramPlateSums<Scalar> launch_pair_gram(const ExecSpace& exec,
-                                       const TailoredGemmWork<ExecSpace>& work,
-                                       const BlockPairTask<Scalar>* tasks, const int* mask,
-                                       Scalar* partial, Scalar* B, bool sum_plates = true) {
+GramPlateSums<Scalar> launch_pair_gram_plates(const ExecSpace& exec,
+                                              const TailoredGemmWork<ExecSpace>& work,
+                                              const BlockPairTask<Scalar>* tasks, const int* mask,
+                                              Scalar* partial, Scalar* B) {
   GramPlateSums<Scalar> sums{work.partial_begin.data(), partial, B, work.w};
   if (work.tasks == 0)
     return sums;
@@ -523,18 +521,28 @@ GramPlateSums<Scalar> launch_pair_gram(const ExecSpace& exec,
     launch_tailored_teams<ExecSpace, Scalar>(exec, "kwsvd::tailored_gram_in_memory", work.teams,
                                              team, scratch, f);
   }
+  sums.single_plates_written = launched;
+  return sums;
+}
+
+/// Gram B_t = [A_i A_j]^T [A_i A_j] of every task of a level into B: the
+/// plates' launch, then one for the cross-plate sums. Masked tasks
+/// (mask[task.matrix] != 0; mask may be null) are skipped and their B left
+/// unchanged.
+template <class ExecSpace, class Scalar>
+void launch_pair_gram(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& work,
+                      const BlockPairTask<Scalar>* tasks, const int* mask, Scalar* partial,
+                      Scalar* B) {
+  const GramPlateSums<Scalar> sums = launch_pair_gram_plates(exec, work, tasks, mask, partial, B);
   // The pipelined teams wrote B of every one-plate task: no second launch
   // when that is all of them (a level of pairs no taller than a plate).
-  sums.single_plates_written = launched;
-  if (!sum_plates || (launched && work.tasks_not_one_plate == 0))
-    return sums;
-  const std::size_t n2 = std::size_t(2 * w) * std::size_t(2 * w);
+  if (work.tasks == 0 || (sums.single_plates_written && work.tasks_not_one_plate == 0))
+    return;
+  const std::size_t n2 = std::size_t(2 * work.w) * std::size_t(2 * work.w);
   Kokkos::parallel_for("kwsvd::tailored_gram_reduce",
                        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::size_t>>(
                            exec, 0, std::size_t(work.tasks) * n2),
                        PairGramReduceFunctor<ExecSpace, Scalar>{tasks, mask, sums, B});
-  sums.all_in_B = true;
-  return sums;
 }
 
 template <class ExecSpace, class Scalar, bool JInScratch>

@@ -219,8 +219,9 @@ class WcycleLevelSolver {
                            : sweep_instances(splits_into_streams<ExecSpace>(), sweep_work);
     const int parts = std::max(1, std::min(wanted, batch_));
     build_steps(geometry, parts);
-    if (parts > 1)
-      streams_ = two_streams(exec);
+    if constexpr (splits_into_streams<ExecSpace>())
+      if (parts > 1)
+        streams_ = two_streams(exec);
     active_ = Vec<int>("kwsvd::active", std::size_t(parts));
     host_active_ = Kokkos::create_mirror_view(active_);
   }
@@ -267,13 +268,13 @@ class WcycleLevelSolver {
         });
 
     // 2. Sweeps of block rotations, every level's steps in their order;
-    // the parts' launches interleaved step by step on their instances, which
-    // start after the load.
-    const int parts = int(parts_.size());
-    const auto instance = [&](int p) -> const ExecSpace& {
-      return parts > 1 ? streams_[std::size_t(p)] : exec;
+    // the parts' launches interleaved step by step, on streams of their own
+    // (which start after the load) where the backend has them.
+    const std::size_t parts = parts_.size();
+    const auto instance = [&](std::size_t p) -> const ExecSpace& {
+      return streams_.empty() ? exec : streams_[p];
     };
-    if (parts > 1)
+    if (!streams_.empty())
       exec.fence();
     std::array<bool, 2> running{true, true};  // per part (at most two): still sweeping
     std::size_t most_steps = 0;
@@ -281,20 +282,18 @@ class WcycleLevelSolver {
       most_steps = std::max(most_steps, part.steps.size());
     for (int sweep = 0; sweep < options_.max_sweeps && most_steps > 0; ++sweep) {
       for (std::size_t s = 0; s < most_steps; ++s)
-        for (int p = 0; p < parts; ++p)
-          if (running[std::size_t(p)] && s < parts_[std::size_t(p)].steps.size())
-            run_step(instance(p), parts_[std::size_t(p)], parts_[std::size_t(p)].steps[s], mask,
-                     rotated);
-      for (int p = 0; p < parts; ++p) {
-        if (!running[std::size_t(p)])
+        for (std::size_t p = 0; p < parts; ++p)
+          if (running[p] && s < parts_[p].steps.size())
+            run_step(instance(p), parts_[p], parts_[p].steps[s], mask, rotated);
+      for (std::size_t p = 0; p < parts; ++p) {
+        if (!running[p])
           continue;
-        const int* matrices = parts_[std::size_t(p)].matrices.data();
+        const int* matrices = parts_[p].matrices.data();
         Kokkos::View<int, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> active(
             active_.data() + p);
         Kokkos::parallel_reduce(
             "kwsvd::wcycle_converged",
-            Kokkos::RangePolicy<ExecSpace>(instance(p), 0,
-                                           int(parts_[std::size_t(p)].matrices.size())),
+            Kokkos::RangePolicy<ExecSpace>(instance(p), 0, int(parts_[p].matrices.size())),
             KOKKOS_LAMBDA(const int k, int& count) {
               const int b = matrices[k];
               if (mask[b] != 0)
@@ -309,22 +308,20 @@ class WcycleLevelSolver {
             active);
       }
       // The sweep's one device-to-host read: every part's count of active
-      // matrices.
-      for (int p = 1; p < parts; ++p)
+      // matrices, once every part's work is done (so the finish below, on
+      // exec, follows the parts' last sweep too).
+      for (std::size_t p = 1; p < parts; ++p)
         instance(p).fence();
       Kokkos::deep_copy(instance(0), host_active_, active_);
       instance(0).fence();
       bool any = false;
-      for (int p = 0; p < parts; ++p) {
-        running[std::size_t(p)] = running[std::size_t(p)] && host_active_(p) > 0;
-        any = any || running[std::size_t(p)];
+      for (std::size_t p = 0; p < parts; ++p) {
+        running[p] = running[p] && host_active_(p) > 0;
+        any = any || running[p];
       }
       if (!any)
         break;
     }
-    if (parts > 1)
-      for (int p = 0; p < parts; ++p)
-        instance(p).fence();
     if (most_steps == 0) {  // single columns only: nothing to rotate
       Kokkos::parallel_for(
           "kwsvd::wcycle_single_block", Kokkos::RangePolicy<ExecSpace>(exec, 0, batch_),
@@ -583,7 +580,7 @@ class WcycleLevelSolver {
   Vec<WorkGeometry> geometry_;
   Vec<int> state_;
   std::vector<Part> parts_;
-  std::vector<ExecSpace> streams_;  // the parts' instances, when more than one
+  std::vector<ExecSpace> streams_;  // the parts' streams, on backends that have them
   Vec<int> active_;                 // per part: matrices still active after a sweep
   typename Vec<int>::HostMirror host_active_;
 };
@@ -598,9 +595,8 @@ void WcycleLevelSolver<ExecSpace, Scalar>::run_step(const ExecSpace& exec, const
   const int pairs = step.evd_pairs;
   if (pairs > 0) {
     const Task* tasks = step.gram_tasks.data();
-    const GramPlateSums<Scalar> gram =
-        launch_pair_gram(exec, step.gram_work, tasks, mask, part.partial.data(), part.B.data(),
-                         /*sum_plates=*/false);
+    const GramPlateSums<Scalar> gram = launch_pair_gram_plates(exec, step.gram_work, tasks, mask,
+                                                               part.partial.data(), part.B.data());
     const int n = 2 * step.w;
     const std::size_t nn = std::size_t(n) * std::size_t(n);
     const Kokkos::LayoutStride square(std::size_t(pairs), nn, std::size_t(n), 1, std::size_t(n),
