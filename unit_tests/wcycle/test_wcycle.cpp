@@ -14,6 +14,7 @@
 
 #include "common/oracle.hpp"
 #include "common/svd_batch.hpp"
+#include "kwsvd/kernels/pair_ordering.hpp"
 #include "kwsvd/kwsvd.hpp"
 
 namespace {
@@ -338,6 +339,27 @@ TEST(WcyclePlan, BlockOrderingTakesEveryPairOnce) {
   const auto eight = kwsvd::Impl::block_pair_ordering(8);
   EXPECT_EQ(eight.front(), (kwsvd::Impl::BlockPairStep{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
   EXPECT_EQ(eight.back(), (kwsvd::Impl::BlockPairStep{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+  // Odd halves (10 = 2 x 5) are swept recursively too, through 6 with a
+  // phantom: the last step pairs neighbours and the two halves' idle blocks.
+  const auto ten = kwsvd::Impl::block_pair_ordering(10);
+  EXPECT_EQ(ten.back(), (kwsvd::Impl::BlockPairStep{{2, 7}, {0, 1}, {3, 4}, {5, 6}, {8, 9}}));
+}
+
+// Where the recursion meets no odd half above 3 (counts 2^k and 3 x 2^k,
+// the Gram EVDs' 2w among them), the host's block ordering is the device's
+// pair ordering, step for step and pair for pair.
+TEST(WcyclePlan, BlockOrderingIsTheDevicePairOrdering) {
+  for (const int count : {2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128}) {
+    const auto steps = kwsvd::Impl::block_pair_ordering(count);
+    ASSERT_EQ(int(steps.size()), count - 1);
+    for (int s = 0; s < count - 1; ++s)
+      for (int P = 0; P < count / 2; ++P) {
+        int i = -1, j = -1;
+        kwsvd::Impl::recursive_pair(count, s, P, i, j);
+        EXPECT_EQ(steps[std::size_t(s)][std::size_t(P)], std::make_pair(i, j))
+            << count << " step " << s << " pair " << P;
+      }
+  }
 }
 
 }  // namespace

@@ -20,30 +20,9 @@
 #include "kwsvd/api/options.hpp"
 #include "kwsvd/impl/kokkos_compat.hpp"
 #include "kwsvd/kernels/gram_team.hpp"
+#include "kwsvd/kernels/pair_ordering.hpp"
 
 namespace kwsvd::Impl {
-
-/// Columns (i, j), i < j, of pair k at step s of a round-robin sweep over
-/// n_even columns (circle method: n_even - 1 rotates around the others).
-/// Written with compares instead of `%`, which costs tens of instructions on
-/// a GPU and runs once per pair per step.
-KOKKOS_INLINE_FUNCTION void round_robin_pair(int n_even, int step, int k, int& i, int& j) {
-  const int r = n_even - 1;
-  int a, b;
-  if (k == 0) {
-    a = step;
-    b = r;
-  } else {
-    a = step + k;  // step, k < r
-    if (a >= r)
-      a -= r;
-    b = step - k;
-    if (b < 0)
-      b += r;
-  }
-  i = a < b ? a : b;
-  j = a < b ? b : a;
-}
 
 /// Tangent t of the rotation that makes columns i and j orthogonal, from
 /// their squared norms d_i, d_j and inner product g (§II-C eq. (3)-(4)).

@@ -1,8 +1,8 @@
 #pragma once
-// The recursive parallel ordering of n' (even) columns or blocks, pair by
-// pair, for device code (the W-cycle's pair Gram EVDs) and for the
-// scheduler's plan of block pairs (scheduler/block_ordering.hpp), so both
-// walk one ordering.
+// The parallel orderings of n' (even) columns or blocks, pair by pair, for
+// device code: the circle method (the level-0 kernel's), and the recursive
+// ordering that the W-cycle's pair Gram EVDs walk, as the scheduler's plan
+// of block pairs does (scheduler/block_ordering.hpp).
 //
 // Paper 001 §3 and §6 (Fig. 6.1) find the block-recursive strategies that
 // first take the pairs far from the diagonal and end with the neighbours
@@ -14,13 +14,35 @@
 // swept by the circle method on h + 1 with a phantom, whose idle element in
 // each of its h steps meets the idle element of the other half at the same
 // position; the cross shifts then need only h - 1 steps, so a sweep keeps
-// n' - 1 steps.
+// n' - 1 steps. (The host's block ordering recurses through odd halves
+// larger than 3 too; for n' = 2^k and 3 x 2^k, the Gram EVDs' n' = 2w among
+// them, the two are the same.)
 
 #include <Kokkos_Core.hpp>
 
-#include "kwsvd/kernels/one_sided_jacobi_team.hpp"
-
 namespace kwsvd::Impl {
+
+/// Columns (i, j), i < j, of pair k at step s of a round-robin sweep over
+/// n_even columns (circle method: n_even - 1 rotates around the others).
+/// Written with compares instead of `%`, which costs tens of instructions on
+/// a GPU and runs once per pair per step.
+KOKKOS_INLINE_FUNCTION void round_robin_pair(int n_even, int step, int k, int& i, int& j) {
+  const int r = n_even - 1;
+  int a, b;
+  if (k == 0) {
+    a = step;
+    b = r;
+  } else {
+    a = step + k;  // step, k < r
+    if (a >= r)
+      a -= r;
+    b = step - k;
+    if (b < 0)
+      b += r;
+  }
+  i = a < b ? a : b;
+  j = a < b ? b : a;
+}
 
 /// Pair P (0 <= P < n'/2) of step `step` (0 <= step < n' - 1) of the
 /// recursive ordering of n' = n_even elements: (i, j), i < j. No memory and
