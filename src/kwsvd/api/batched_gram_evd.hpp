@@ -35,7 +35,10 @@ namespace Impl {
 /// matrices and mark the pairs that rotate, two launches a step fewer.
 /// Hooks with a member gram_entry(b, row, col) supply matrix b's entries
 /// (row <= col) in place of B: the W-cycle's sum the plates of its Grams
-/// (one launch a step fewer again).
+/// (one launch a step fewer again). Hooks with members small_off2 and
+/// small_sin2 set GramEvdControl's and are told by done(b, rotated, large)
+/// whether some rotation of matrix b was not small (the W-cycle's stopping
+/// test).
 struct GramEvdNoHooks {
   static constexpr bool reports = false;
   KOKKOS_INLINE_FUNCTION bool skip(int /*b*/) const { return false; }
@@ -47,6 +50,13 @@ template <class Hooks, class = void>
 struct hooks_supply_entries : std::false_type {};
 template <class Hooks>
 struct hooks_supply_entries<Hooks, std::void_t<decltype(&Hooks::gram_entry)>> : std::true_type {};
+
+/// Whether Hooks bounds small rotations (small_off2, small_sin2).
+template <class Hooks, class = void>
+struct hooks_bound_small_rotations : std::false_type {};
+template <class Hooks>
+struct hooks_bound_small_rotations<Hooks, std::void_t<decltype(&Hooks::small_off2)>>
+    : std::true_type {};
 
 // Pointers and strides only, like the SVD closure (see batched_small_svd.hpp).
 // RegisterN > 0: n' = RegisterN and J in registers (RegisterEigenvectors);
@@ -74,7 +84,9 @@ struct BatchedGramEvdFunctor {
     const int b = member.league_rank();
     if (hooks.skip(b)) {
       write_info(member, info + b, 0, true, false);
-      if constexpr (Hooks::reports)
+      if constexpr (hooks_bound_small_rotations<Hooks>::value)
+        Kokkos::single(Kokkos::PerTeam(member), [&]() { hooks.done(b, false, false); });
+      else if constexpr (Hooks::reports)
         Kokkos::single(Kokkos::PerTeam(member), [&]() { hooks.done(b, false); });
       return;
     }
@@ -114,7 +126,11 @@ struct BatchedGramEvdFunctor {
       member.team_barrier();
       Kokkos::single(Kokkos::PerTeam(member), [&]() {
         const SvdInfo& done_info = info[b];
-        hooks.done(b, !(done_info.converged == 1 && done_info.sweeps <= 1));
+        const bool rotated = !(done_info.converged == 1 && done_info.sweeps <= 1);
+        if constexpr (hooks_bound_small_rotations<Hooks>::value)
+          hooks.done(b, rotated, ws.rotated[4] != 0);
+        else
+          hooks.done(b, rotated);
       });
     }
   }
@@ -268,6 +284,17 @@ void batched_gram_evd_hooked(const ExecSpace& exec, const BView& B, const Lambda
       options.team_threads > 0
           ? options.team_threads
           : Impl::gram_evd_team_threads(int(n), long(batch), int(sizeof(Scalar)), in_registers);
+  Impl::GramEvdControl<Scalar> control{tol,
+                                       options.max_sweeps,
+                                       options.sweeps,
+                                       options.order,
+                                       options.positive_semidefinite,
+                                       zero_columns_stay,
+                                       recursive_pairs};
+  if constexpr (Impl::hooks_bound_small_rotations<Hooks>::value) {
+    control.small_off2 = hooks.small_off2;
+    control.small_sin2 = hooks.small_sin2;
+  }
   Impl::with_gram_evd_register_size(in_registers ? int(n + (n & 1)) : 0, [&](auto size) {
     constexpr int register_n = decltype(size)::value;
     const Impl::BatchedGramEvdFunctor<ExecSpace, Scalar, register_n, Hooks> functor{
@@ -280,9 +307,7 @@ void batched_gram_evd_hooked(const ExecSpace& exec, const BView& B, const Lambda
         std::ptrdiff_t(J.stride(0)),
         info.data(),
         int(n),
-        Impl::GramEvdControl<Scalar>{tol, options.max_sweeps, options.sweeps, options.order,
-                                     options.positive_semidefinite, zero_columns_stay,
-                                     recursive_pairs},
+        control,
         hooks};
     Impl::launch_gram_evd(exec, functor, int(batch), threads);
   });

@@ -31,6 +31,10 @@ struct SvdOptions {
   /// |a_i^T a_j| > tolerance * ||a_i|| ||a_j||. 0 selects the default 30 u
   /// (u = unit roundoff of the scalar type: 3.3e-15 in double, 1.8e-6 in float),
   /// the accuracy target of the MAGMA batch Jacobi paper (seed 002, §10.1).
+  /// A matrix has converged after a sweep that rotates no pair, or (matrices
+  /// swept by the W-cycle's blocks) one whose rotations all pass LAPACK
+  /// dgesvj's test of small rotations, after which no pair would rotate by
+  /// more than the tolerance.
   double tolerance = 0;
   /// Sweeps after which a matrix that has not converged is reported as such.
   int max_sweeps = 30;

@@ -103,7 +103,7 @@ KOKKOS_INLINE_FUNCTION int gram_evd_offdiagonal_blocks(int n_even) {
 }
 
 /// Flags of one team (GramEvdScratch::rotated).
-constexpr int gram_evd_flag_count = 4;
+constexpr int gram_evd_flag_count = 5;
 
 /// Ints of one team's scratch: the step's pairs (one packed int each), the
 /// flags and the table of off-diagonal blocks (one packed int per block; at
@@ -158,7 +158,9 @@ struct GramEvdScratch {
   Scalar* c;  // per pair of the current step
   Scalar* s;
   int* pair_ij;  // per pair: the step's i | j << 16, i < j
-  int* rotated;  // 4 flags: [0, 1] a rotation, [2, 3] a large one (see GramEvdStop)
+  int* rotated;  // 5 flags: [0, 1] a rotation, [2, 3] a large one (see GramEvdStop),
+                 // [4] a rotation that is not small (GramEvdControl::small_off2;
+                 // fixed sweeps only)
   int* blocks;   // w (w - 1) / 2 off-diagonal upper blocks: P | Q << 16, P < Q, built
                  // once per matrix; at the end the ranks of the eigenvalues (n' entries)
 
@@ -197,6 +199,12 @@ struct GramEvdControl {
   // first), which the W-cycle's pair Grams [A_i A_j]^T [A_i A_j] use. Only J
   // in scratch follows the latter (J in registers needs the circle's ring).
   bool recursive_pairs = false;
+  // > 0 (with fixed_sweeps > 0): flag (GramEvdScratch::rotated[4]) a
+  // rotation that is not small in the sense of LAPACK dgesvj's stopping
+  // test, b_ij^2 > small_off2 |b_ii b_jj| or s^2 > small_sin2 (the W-cycle:
+  // scheduler/wcycle.hpp).
+  Scalar small_off2 = 0;
+  Scalar small_sin2 = 0;
 };
 
 /// Position (P, Q), P <= Q, of upper-triangle block e of a w x w block grid:
@@ -537,12 +545,24 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
                 : abs_b > ctl.tol * kmath::sqrt(kmath::fabs(bii)) * kmath::sqrt(kmath::fabs(bjj)));
   };
   // Whether any pair needs a rotation: one pass over every pair, one
-  // barrier. *mark must be 0; the pass sets it to 1 if so.
+  // barrier. *mark must be 0; the pass sets it to 1 if so. With
+  // ctl.small_off2 > 0 it also sets rotated[4] if a pair that needs one is
+  // not small: b_ij^2 > small_off2 |b_ii b_jj|, or a sine that may pass
+  // small_sin2 (|s| <= |t| <= 2 |b_ij| / |b_jj - b_ii|). The sweep's own
+  // rotations see these entries changed by the sweep's earlier ones, by
+  // products of such small terms, and the test is kept out of its loop,
+  // where two more live values made the double kernel spill.
   const auto rotation_needed = [&](int* const mark) {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, ne), [&](const int i) {
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ne), [&](const int j) {
-        if (j > i && needs_rotation(B[i + ldb * i], B[j + ldb * j], B[i + ldb * j]))
+        const Scalar bii = B[i + ldb * i], bjj = B[j + ldb * j], bij = B[i + ldb * j];
+        if (j > i && needs_rotation(bii, bjj, bij)) {
           *mark = 1;  // every writer stores the same value
+          const Scalar gap = bjj - bii;
+          if (ctl.small_off2 > Scalar(0) && (bij * bij > ctl.small_off2 * kmath::fabs(bii * bjj) ||
+                                             Scalar(4) * bij * bij > ctl.small_sin2 * gap * gap))
+            ws.rotated[4] = 1;  // not small (every writer stores 1)
+        }
       });
     });
     member.team_barrier();

@@ -11,6 +11,12 @@
 
 namespace kwsvd::Impl {
 
+/// Bits of a W-cycle matrix's per-sweep rotation flag: some pair rotated,
+/// and some rotation was not small (WcycleEvdHooks::small_rotations in
+/// scheduler/wcycle.hpp; the pair SVDs' rotations count as large). A sweep
+/// without rotation_large ends the matrix's sweeps.
+constexpr int rotation_any = 1, rotation_large = 2;
+
 /// Whether the scheduler solves a pair of blocks of width w with `rows` rows
 /// by the pair SVD (the first group) within `limit` bytes of level-0 scratch:
 /// the pair and its J must both fit, and w be at least 16. Measured on the
@@ -31,7 +37,7 @@ struct PairSvdFunctor {
   using FlagVector = TeamScratch<ExecSpace, int>;
   const BlockPairTask<Scalar>* tasks;
   const int* mask;  // 1: the matrix is done (seed 002 Design-4)
-  int* rotated;     // per matrix: set when the pair rotated
+  int* rotated;     // per matrix: rotation_any | rotation_large when the pair rotated
   int* rotates;     // per pair: 0 when J = I (the update skips it), as the Gram EVD's pairs
   Scalar* J;        // pair p: (2w)^2 at J + p (2w)^2
   int w, max_rows, log2, sweeps;
@@ -54,8 +60,8 @@ struct PairSvdFunctor {
                          [&](const int e) { Jt[e] = Js[e]; });
     Kokkos::single(Kokkos::PerTeam(member), [&]() {
       rotates[t.pair] = any ? 1 : 0;  // no rotation leaves J = I exactly
-      if (any)
-        rotated[t.matrix] = 1;
+      if (any)                        // not measured against the W-cycle's small rotations: large
+        rotated[t.matrix] = rotation_any | rotation_large;
     });
   }
 };

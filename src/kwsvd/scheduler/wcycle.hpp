@@ -25,9 +25,12 @@
 // all work of one group of one step of one level, over all matrices, is one
 // launch, and V's blocks are updated with J in the same update launch as A's.
 // A matrix converges when a whole sweep rotates none of its pairs (the EVD's
-// relative test is the one-sided criterion on the columns); from then on it
-// is masked out (seed 002 Design-4). One small device-to-host read per sweep
-// (the count of active matrices) ends the loop.
+// relative test is the one-sided criterion on the columns), or only by
+// rotations so small that the next sweep would rotate nothing by more than
+// the tolerance (LAPACK dgesvj's stopping test, WcycleEvdHooks::
+// small_rotations: one sweep fewer); from then on it is masked out (seed 002
+// Design-4). One small device-to-host read per sweep (the count of active
+// matrices) ends the loop.
 //
 // On a GPU a large batch is swept in two parts (alternate matrices), each
 // with its own steps and buffers on a stream of its own
@@ -150,15 +153,25 @@ struct WcycleEvdHooks {
   const BlockPairTask<Scalar>* tasks;  // the step's EVD pairs
   const int* mask;                     // per matrix: 1 when done
   int* rotates;                        // per EVD pair: 0 when J = I
-  int* rotated;                        // per matrix: some pair rotated this sweep
+  int* rotated;                        // per matrix: this sweep's rotation_any | rotation_large
   GramPlateSums<Scalar> gram;          // the pairs' Grams
+  // LAPACK dgesvj's stopping test (Drmač and Veselić): a sweep of an N-column
+  // matrix whose largest relative off-diagonal |b_ij| / sqrt(b_ii b_jj) is
+  // below sqrt(N) tol and whose largest sine s satisfies N max(off) max|s| <
+  // tol leaves nothing the next sweep would rotate by more than tol, so the
+  // matrix stops there instead of after a sweep that rotates nothing. Held
+  // per rotation, with bounds whose product meets the second condition:
+  // off^2 <= N tol^2 and s^2 <= 1 / N^3, N the smallest and the largest
+  // column count of the step's matrices, so one pair of bounds per launch
+  // (GramEvdControl::small_off2, small_sin2) holds for each of them.
+  Scalar small_off2, small_sin2;
 
   KOKKOS_INLINE_FUNCTION bool skip(int t) const { return mask[tasks[t].matrix] != 0; }
-  KOKKOS_INLINE_FUNCTION void done(int t, bool rotates_t) const {
+  KOKKOS_INLINE_FUNCTION void done(int t, bool rotates_t, bool large) const {
     rotates[t] = rotates_t ? 1 : 0;
     const int b = tasks[t].matrix;
     if (rotates_t && mask[b] == 0)
-      rotated[b] = 1;  // benign race: every writer stores 1
+      Kokkos::atomic_fetch_or(&rotated[b], large ? rotation_any | rotation_large : rotation_any);
   }
   KOKKOS_INLINE_FUNCTION Scalar gram_entry(int t, int row, int col) const {
     return gram(t, row, col);
@@ -241,7 +254,7 @@ class WcycleLevelSolver {
     const WorkGeometry* geometry = geometry_.data();
     Scalar* scale = scale_.data();
     int* mask = state_.data();                 // 1: done (converged or non-finite)
-    int* rotated = state_.data() + batch_;     // some pair rotated this sweep
+    int* rotated = state_.data() + batch_;     // this sweep's rotation_any | rotation_large
     int* sweeps = state_.data() + 2 * batch_;  // sweeps performed
     int* nonfinite = state_.data() + 3 * batch_;
     using Policy = Kokkos::TeamPolicy<ExecSpace>;
@@ -299,7 +312,7 @@ class WcycleLevelSolver {
               if (mask[b] != 0)
                 return;
               ++sweeps[b];
-              if (rotated[b] == 0)
+              if ((rotated[b] & rotation_large) == 0)  // no rotation, or small ones only
                 mask[b] = 1;
               else
                 ++count;
@@ -361,9 +374,10 @@ class WcycleLevelSolver {
   struct Step {
     int level = 0, w = 0;
     int svd_pairs = 0, evd_pairs = 0, svd_rows = 0, svd_lanes = 1;
-    Vec<Task> svd_tasks;     // A's pairs of group (i), pair = 0 .. svd_pairs - 1
-    Vec<Task> gram_tasks;    // A's pairs of group (ii), pair = svd_pairs + k
-    Vec<Task> update_tasks;  // group (ii)'s A pairs, then V's pairs of both groups
+    int evd_min_cols = 0, evd_max_cols = 0;  // of the EVD pairs' matrices
+    Vec<Task> svd_tasks;                     // A's pairs of group (i), pair = 0 .. svd_pairs - 1
+    Vec<Task> gram_tasks;                    // A's pairs of group (ii), pair = svd_pairs + k
+    Vec<Task> update_tasks;                  // group (ii)'s A pairs, then V's pairs of both groups
     TailoredGemmWork<ExecSpace> gram_work, update_work;
   };
 
@@ -535,8 +549,12 @@ class WcycleLevelSolver {
         step.svd_rows = std::max(step.svd_rows, lists.svd[std::size_t(k)].rows);
       }
       for (int k = 0; k < step.evd_pairs; ++k) {
+        const Task& t = lists.evd[std::size_t(k)];
         lists.evd[std::size_t(k)].pair = lists.v_evd[std::size_t(k)].pair = step.svd_pairs + k;
-        gram_rows.push_back(lists.evd[std::size_t(k)].rows);
+        gram_rows.push_back(t.rows);
+        const int cols = geometry[std::size_t(t.matrix)].cols;
+        step.evd_min_cols = k == 0 ? cols : std::min(step.evd_min_cols, cols);
+        step.evd_max_cols = std::max(step.evd_max_cols, cols);
       }
       for (const auto* list : {&lists.evd, &lists.v_svd, &lists.v_evd})
         for (const auto& t : *list) {
@@ -621,8 +639,14 @@ void WcycleLevelSolver<ExecSpace, Scalar>::run_step(const ExecSpace& exec, const
     // The EVD skips the pairs of converged (masked) matrices, whose Grams
     // were not computed, marks which pairs rotate and sums the Grams' plates
     // (WcycleEvdHooks).
-    const WcycleEvdHooks<Scalar> hooks{tasks, mask, part.rotates.data() + step.svd_pairs, rotated,
-                                       gram};
+    const Scalar max_cols = Scalar(step.evd_max_cols);
+    const WcycleEvdHooks<Scalar> hooks{tasks,
+                                       mask,
+                                       part.rotates.data() + step.svd_pairs,
+                                       rotated,
+                                       gram,
+                                       Scalar(step.evd_min_cols) * tol * tol,
+                                       Scalar(1) / (max_cols * max_cols * max_cols)};
     batched_gram_evd_hooked(exec, B3, lambda, J3, einfo, evd, hooks, /*zero_columns_stay=*/true,
                             /*recursive_pairs=*/true);
   }
