@@ -346,7 +346,9 @@ struct RecordingHooks {
   const int* skip_list;
   int* report;  // -1 until done(b, rotated) stores 0 or 1
   KOKKOS_INLINE_FUNCTION bool skip(int b) const { return skip_list[b] != 0; }
-  KOKKOS_INLINE_FUNCTION void done(int b, bool rotated) const { report[b] = rotated ? 1 : 0; }
+  KOKKOS_INLINE_FUNCTION void done(int b, bool rotated, bool /*large*/) const {
+    report[b] = rotated ? 1 : 0;
+  }
 };
 
 TYPED_TEST(GramEvd, HooksSkipMatricesAndReportWhetherJRotates) {

@@ -32,7 +32,7 @@ struct PlateSumHooks {
   static constexpr bool reports = false;
   kwsvd::Impl::GramPlateSums<T> gram;
   KOKKOS_INLINE_FUNCTION bool skip(int) const { return false; }
-  KOKKOS_INLINE_FUNCTION void done(int, bool) const {}
+  KOKKOS_INLINE_FUNCTION void done(int, bool, bool) const {}
   KOKKOS_INLINE_FUNCTION T gram_entry(int t, int row, int col) const { return gram(t, row, col); }
 };
 

@@ -28,21 +28,19 @@ namespace Impl {
 
 /// Hooks around each matrix's EVD in BatchedGramEvdFunctor: skip(b) leaves
 /// matrix b alone (its info says converged after 0 sweeps; lambda and J are
-/// not written); done(b, rotated) runs on one thread once matrix b is
-/// finished, skipped or not, with whether its J differs from I, where
-/// `reports` is true. batched_gram_evd skips nothing and reports nothing;
-/// the W-cycle's hooks (scheduler/wcycle.hpp) skip the pairs of converged
-/// matrices and mark the pairs that rotate, two launches a step fewer.
-/// Hooks with a member gram_entry(b, row, col) supply matrix b's entries
-/// (row <= col) in place of B: the W-cycle's sum the plates of its Grams
-/// (one launch a step fewer again). Hooks with members small_off2 and
-/// small_sin2 set GramEvdControl's and are told by done(b, rotated, large)
-/// whether some rotation of matrix b was not small (the W-cycle's stopping
-/// test).
+/// not written); done(b, rotated, large) runs on one thread once matrix b is
+/// finished, skipped or not, with whether its J differs from I and whether
+/// one of its rotations was not small, where `reports` is true. batched_gram_evd skips nothing and
+/// reports nothing; the W-cycle's hooks (scheduler/wcycle.hpp) skip the pairs of converged matrices
+/// and mark the pairs that rotate, two launches a step fewer. Hooks with a member gram_entry(b,
+/// row, col) supply matrix b's entries (row <= col) in place of B: the W-cycle's sum the plates of
+/// its Grams (one launch a step fewer again). Hooks with members small_off2 and small_sin2 set
+/// GramEvdControl's, which define `large` (the W-cycle's stopping test); without them `large` is
+/// false.
 struct GramEvdNoHooks {
   static constexpr bool reports = false;
   KOKKOS_INLINE_FUNCTION bool skip(int /*b*/) const { return false; }
-  KOKKOS_INLINE_FUNCTION void done(int /*b*/, bool /*rotated*/) const {}
+  KOKKOS_INLINE_FUNCTION void done(int /*b*/, bool /*rotated*/, bool /*large*/) const {}
 };
 
 /// Whether Hooks supplies the matrices' entries (gram_entry).
@@ -84,10 +82,8 @@ struct BatchedGramEvdFunctor {
     const int b = member.league_rank();
     if (hooks.skip(b)) {
       write_info(member, info + b, 0, true, false);
-      if constexpr (hooks_bound_small_rotations<Hooks>::value)
+      if constexpr (Hooks::reports)
         Kokkos::single(Kokkos::PerTeam(member), [&]() { hooks.done(b, false, false); });
-      else if constexpr (Hooks::reports)
-        Kokkos::single(Kokkos::PerTeam(member), [&]() { hooks.done(b, false); });
       return;
     }
     const std::size_t ne = std::size_t(n + (n & 1)), pairs = ne / 2;
@@ -126,11 +122,7 @@ struct BatchedGramEvdFunctor {
       member.team_barrier();
       Kokkos::single(Kokkos::PerTeam(member), [&]() {
         const SvdInfo& done_info = info[b];
-        const bool rotated = !(done_info.converged == 1 && done_info.sweeps <= 1);
-        if constexpr (hooks_bound_small_rotations<Hooks>::value)
-          hooks.done(b, rotated, ws.rotated[4] != 0);
-        else
-          hooks.done(b, rotated);
+        hooks.done(b, !(done_info.converged == 1 && done_info.sweeps <= 1), ws.rotated[4] != 0);
       });
     }
   }

@@ -555,12 +555,16 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
   const auto rotation_needed = [&](int* const mark) {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, ne), [&](const int i) {
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ne), [&](const int j) {
+        if (j <= i)
+          return;
         const Scalar bii = B[i + ldb * i], bjj = B[j + ldb * j], bij = B[i + ldb * j];
-        if (j > i && needs_rotation(bii, bjj, bij)) {
-          *mark = 1;  // every writer stores the same value
+        if (!needs_rotation(bii, bjj, bij))
+          return;
+        *mark = 1;  // every writer stores the same value
+        if (ctl.small_off2 > Scalar(0)) {
           const Scalar gap = bjj - bii;
-          if (ctl.small_off2 > Scalar(0) && (bij * bij > ctl.small_off2 * kmath::fabs(bii * bjj) ||
-                                             Scalar(4) * bij * bij > ctl.small_sin2 * gap * gap))
+          if (bij * bij > ctl.small_off2 * kmath::fabs(bii * bjj) ||
+              Scalar(4) * bij * bij > ctl.small_sin2 * gap * gap)
             ws.rotated[4] = 1;  // not small (every writer stores 1)
         }
       });

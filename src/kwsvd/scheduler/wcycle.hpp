@@ -27,8 +27,8 @@
 // A matrix converges when a whole sweep rotates none of its pairs (the EVD's
 // relative test is the one-sided criterion on the columns), or only by
 // rotations so small that the next sweep would rotate nothing by more than
-// the tolerance (LAPACK dgesvj's stopping test, WcycleEvdHooks::
-// small_rotations: one sweep fewer); from then on it is masked out (seed 002
+// the tolerance (LAPACK dgesvj's stopping test, WcycleEvdHooks::small_off2
+// and small_sin2: one sweep fewer); from then on it is masked out (seed 002
 // Design-4). One small device-to-host read per sweep (the count of active
 // matrices) ends the loop.
 //
