@@ -33,10 +33,12 @@ class VariableBatch : public ::testing::Test {
   using Matrix = Kokkos::View<Scalar**, Layout>;
   using Values = Kokkos::View<Scalar*>;
 
-  // Shapes from 1 x 1 to block-rotation sizes, tall and wide, two empty.
+  // Shapes from 1 x 1 to block-rotation sizes, tall and wide, two empty;
+  // 96 x 40 (double) and 120 x 64 fit level-0 scratch without V only, so
+  // that the W-cycle sweeps them whole beside the blocked 130 x 70.
   static std::vector<MatrixShape> shapes() {
-    return {{1, 1},   {2, 2},    {7, 3}, {3, 9},   {24, 20}, {0, 5},    {96, 40},
-            {40, 96}, {150, 17}, {6, 0}, {200, 1}, {1, 37},  {130, 70}, {33, 33}};
+    return {{1, 1},    {2, 2}, {7, 3},   {3, 9},  {24, 20},  {0, 5},   {96, 40}, {40, 96},
+            {150, 17}, {6, 0}, {200, 1}, {1, 37}, {130, 70}, {33, 33}, {120, 64}};
   }
 
   static std::vector<std::vector<Scalar>> matrices(const std::vector<MatrixShape>& shapes) {
@@ -137,6 +139,8 @@ TYPED_TEST(VariableBatch, MixedShapesInOneCallMeetSeed002Thresholds) {
   kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), shapes);
   EXPECT_GT(svd.level0_count(), 0);
   EXPECT_GT(svd.block_count(), 0);
+  EXPECT_GT(svd.plan_summary().whole_matrices, 0);
+  EXPECT_GT(svd.plan_summary().gram_evds, 0);
   EXPECT_EQ(svd.empty_count(), 2);
   EXPECT_EQ(svd.level0_count() + svd.block_count() + svd.empty_count(), int(shapes.size()));
   TestFixture::expect_accurate(shapes, mats, TestFixture::run(shapes, mats, {}, &svd), "mixed");

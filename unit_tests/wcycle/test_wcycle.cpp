@@ -203,6 +203,62 @@ TYPED_TEST(Wcycle, NonFiniteMatrixLeavesOthersExact) {
   this->expect_accurate({mats[2]}, m, n, {{r.s[2]}, {r.u[2]}, {r.v[2]}, {r.info[2]}}, "after");
 }
 
+// Matrices whose working matrix fits level-0 scratch, but not beside V
+// (planned here for 32 KB, at most what any backend offers), are not split
+// into blocks: the level-0 sweeps run on the whole matrix in scratch with V in
+// memory (SvdOptions::level0, the default), up to 64 columns. Square, tall
+// and wide (through the transpose) meet seed 002's thresholds, also with 8
+// lanes a pair, whose compiled row loop covers exactly V's rows (V takes W's
+// row offsets); shapes that fit the level-0 kernel on this backend (a GPU's
+// 40 KB) are left out. A matrix with Inf is reported alone.
+TYPED_TEST(Wcycle, WholeMatricesInScratchMeetSeed002Thresholds) {
+  using T = typename TestFixture::TestScalar;
+  const bool dbl = sizeof(T) == 8;
+  const double kappa = dbl ? 1e10 : 1e5;
+  kwsvd::SvdOptions options;
+  options.block_scratch_bytes = 32768;
+  const std::vector<std::tuple<int, int, int>> shapes =
+      dbl ? std::vector<std::tuple<int, int, int>>{{60, 60, 0},
+                                                   {100, 40, 0},
+                                                   {40, 100, 0},
+                                                   {48, 48, 8}}
+          : std::vector<std::tuple<int, int, int>>{
+                {120, 64, 0}, {64, 120, 0}, {80, 60, 0}, {64, 64, 8}};
+  for (auto [m, n, lanes] : shapes) {
+    if (kwsvd::small_svd_fits<T, Exec>(m, n))
+      continue;
+    options.lanes_per_pair = lanes;
+    kwsvd::BatchedSvd<Exec, T> svd(Exec(), 2, m, n, options);
+    EXPECT_FALSE(svd.level0()) << m << " x " << n;
+    EXPECT_EQ(svd.plan_summary().whole_matrices, 2) << m << " x " << n;
+    EXPECT_EQ(svd.plan_summary().launch_steps, 0) << m << " x " << n;
+    for (const std::string name : {"random", "arith", "cluster0", "cluster1", "logrand", "geo"}) {
+      const auto mats = kwsvd::test::spectrum_batch<T>(name, m, n, kappa, 2);
+      const auto r = this->run(mats, m, n, options);
+      this->expect_accurate(mats, m, n, r, name + " whole");
+      for (const auto& info : r.info)
+        EXPECT_GT(info.sweeps, 1) << name;
+    }
+  }
+  options.lanes_per_pair = 0;
+  const int m = std::get<0>(shapes.front()), n = std::get<1>(shapes.front());
+  std::vector<std::vector<T>> mats = {random_matrix<T>(m, n, 4), random_matrix<T>(m, n, 5),
+                                      random_matrix<T>(m, n, 6)};
+  mats[1][23] = std::numeric_limits<T>::infinity();
+  const auto r = this->run(mats, m, n, options);
+  EXPECT_EQ(r.info[1].nonfinite_input, 1);
+  EXPECT_EQ(r.info[1].converged, 0);
+  EXPECT_TRUE(std::isnan(double(r.s[1][0])));
+  this->expect_accurate({mats[0]}, m, n, {{r.s[0]}, {r.u[0]}, {r.v[0]}, {r.info[0]}}, "before");
+  this->expect_accurate({mats[2]}, m, n, {{r.s[2]}, {r.u[2]}, {r.v[2]}, {r.info[2]}}, "after");
+  // Out of sweeps: reported per matrix, not converged.
+  options.max_sweeps = 2;
+  const auto cut = this->run({mats[0]}, m, n, options);
+  EXPECT_EQ(cut.info[0].sweeps, 2);
+  EXPECT_EQ(cut.info[0].converged, 0);
+  EXPECT_EQ(cut.info[0].nonfinite_input, 0);
+}
+
 TYPED_TEST(Wcycle, LevelZeroAndBlockRotationsAgree) {
   using T = typename TestFixture::TestScalar;
   const int m = 24, n = 20;

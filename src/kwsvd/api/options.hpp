@@ -44,8 +44,10 @@ struct SvdOptions {
   int lanes_per_pair = 0;
   LanesRule lanes_rule = LanesRule::measured;
   /// batched_svd: solve matrices that fit level-0 scratch in the level-0
-  /// kernel (the default). false sends every matrix through the W-cycle's
-  /// block rotations, for tests and comparisons.
+  /// kernel, and sweep those whose columns fit it but not beside V whole,
+  /// by the same sweeps with V in memory (the default). false sends every
+  /// matrix through the W-cycle's block rotations, for tests and
+  /// comparisons.
   bool level0 = true;
   /// Column-block widths of the W-cycle's levels 1, 2, ... (W-cycle paper
   /// §III-C, Algorithm 2): empty lets the tuning engine choose one level;
@@ -87,6 +89,10 @@ struct WcyclePlanSummary {
   long gram_evds = 0;       ///< pairs solved by Gram GEMM + EVD (group ii)
   std::vector<int> widths;  ///< w_1, w_2, ... of the levels planned
   int instances = 1;        ///< parts of the batch swept on instances of their own
+  /// Matrices swept whole by the level-0 sweeps in scratch, V in memory (their
+  /// columns fit level-0 scratch, but not beside V; SvdOptions::level0), not
+  /// split into blocks.
+  long whole_matrices = 0;
 };
 
 /// Order of the eigenvalues (and eigenvector columns) of an EVD.

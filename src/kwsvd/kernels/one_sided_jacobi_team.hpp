@@ -327,7 +327,10 @@ KOKKOS_INLINE_FUNCTION void one_sided_column_norms(const Member& member, const S
 /// §IV-B) on the N columns of W (M rows, leading dimension ldw), rotating the
 /// columns of V (N x N, leading dimension ldv; null: no vectors) alongside,
 /// until a sweep rotates nothing or after max_sweeps. W and V may live in
-/// scratch or in memory. d: N scalars for the squared norms, rotated: two
+/// scratch or in memory; `v_padded`: with a compiled row loop (RowsPerLane >
+/// 0), V's columns hold W's padded rows (zero past N), so V's rows take W's
+/// offsets; otherwise they take the general loop over N rows (V in memory,
+/// leading dimension N). d: N scalars for the squared norms, rotated: two
 /// flags (both may be in scratch). Columns whose squared norm is at most
 /// `zero_column` (negative: none) are left alone. Returns the sweeps run;
 /// `converged` tells whether the last one rotated nothing. Collective; one
@@ -338,9 +341,9 @@ KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar*
                                                    int M, int N, Scalar* V, std::size_t ldv,
                                                    int log2, Scalar* d, int* rotated, Scalar tol,
                                                    Scalar zero_column, int max_sweeps,
-                                                   bool& converged) {
+                                                   bool& converged, bool v_padded = true) {
   const int w_blocks = RowsPerLane > 0 ? RowsPerLane : (M + (1 << log2) - 1) >> log2;
-  const int v_blocks = RowsPerLane > 0 ? RowsPerLane : (N + (1 << log2) - 1) >> log2;
+  const int v_blocks = (N + (1 << log2) - 1) >> log2;
   using Rows = PairRows<RowsPerLane>;
   // Exact squared column norms. Inner-product caching (§IV-B-2, eq. 6) updates
   // them by formula after each rotation; recomputing them here at the start of
@@ -401,7 +404,7 @@ KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar*
         const Scalar c = Scalar(1) / kmath::sqrt(Scalar(1) + t * t);
         const Scalar s = t * c;
         // [x y] <- [c x - s y, s x + c y] over the rows of one pair of columns.
-        auto rotate = [&](const Rows& rows, Scalar* x, Scalar* y) {
+        auto rotate = [&](const auto& rows, Scalar* x, Scalar* y) {
           Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 1 << log2), [&](const int lane) {
             rows.for_rows(lane, [&](const int r) {
               const Scalar xr = x[r], yr = y[r];
@@ -412,14 +415,14 @@ KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar*
         };
         rotate(wrows, wi, wj);
         if (V != nullptr) {
-          // The compiled path pads V to W's blocks: the same row offsets.
-          if (RowsPerLane > 0) {
+          // A padded V has W's blocks: the same row offsets.
+          if (RowsPerLane > 0 && v_padded) {
             rotate(wrows, V + ldv * i, V + ldv * j);
           } else {
             int vfirst = pair;
             while (vfirst >= v_blocks)
               vfirst -= v_blocks;
-            rotate(Rows(vfirst, v_blocks, log2, N), V + ldv * i, V + ldv * j);
+            rotate(PairRows<0>(vfirst, v_blocks, log2, N), V + ldv * i, V + ldv * j);
           }
         }
         // eq. (6) with the orthogonality condition folded in: the updated

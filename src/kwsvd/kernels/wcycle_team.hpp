@@ -47,6 +47,53 @@ KOKKOS_INLINE_FUNCTION bool wcycle_load_team(const Member& member,
   return true;
 }
 
+/// Scratch of wcycle_whole_matrix_team: the level-0 kernel's, without V.
+template <class Scalar>
+struct WholeMatrixScratch {
+  Scalar* W;      // shape.ld_w x N
+  Scalar* norm2;  // N
+  int* rotated;   // 2 flags
+};
+
+/// One-sided Jacobi sweeps (the level-0 kernel's, one_sided_jacobi_sweeps)
+/// on a whole working matrix W (M x N in memory, leading dimension ldw, as
+/// wcycle_load_team left it) copied into scratch, its rotations applied to V
+/// in memory (N x N, leading dimension N; null: no vectors), W written back:
+/// a matrix whose columns fit level-0 scratch but not beside V, which the
+/// W-cycle would otherwise split into column blocks. V's rotations go
+/// through the caches instead of scratch, and the sweeps cost one launch
+/// instead of a chain of launches per step (scheduler/wcycle.hpp). `shape`:
+/// M, N, the scratch leading dimension and the row blocks
+/// (plan_one_sided_jacobi without vectors). Returns the sweeps; converged:
+/// whether the last one rotated nothing. Collective over the team.
+template <int RowsPerLane, class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION int wcycle_whole_matrix_team(const Member& member, Scalar* W,
+                                                    std::size_t ldw, Scalar* V,
+                                                    const OneSidedJacobiShape& shape,
+                                                    const WholeMatrixScratch<Scalar>& ws,
+                                                    Scalar tol, int max_sweeps, bool& converged) {
+  const int M = shape.rows, N = shape.cols, log2 = shape.row_block_log2;
+  const std::size_t lds = std::size_t(shape.ld_w);
+  // The padding rows are zero: the compiled row loops run over them.
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, int(lds)), [&](const int r) {
+      ws.W[r + lds * c] = r < M ? W[r + ldw * c] : Scalar(0);
+    });
+  });
+  member.team_barrier();
+  // V (leading dimension N) has W's row blocks only when they end at N.
+  const bool v_padded = RowsPerLane > 0 && (RowsPerLane << log2) <= N;
+  const int sweeps = one_sided_jacobi_sweeps<RowsPerLane>(
+      member, ws.W, lds, M, N, V, std::size_t(N), log2, ws.norm2, ws.rotated, tol, Scalar(-1),
+      max_sweeps, converged, v_padded);
+  // The sweeps end with a barrier.
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M),
+                         [&](const int r) { W[r + ldw * c] = ws.W[r + lds * c]; });
+  });
+  return sweeps;
+}
+
 /// Sigma, U and V of the team's matrix from its converged W = U Sigma (M x
 /// N) and V: sigma_c = ||w_c|| (unscaled), columns in descending order of
 /// sigma (ties by index), u_c = w_c / sigma_c, and a zero column for sigma_c

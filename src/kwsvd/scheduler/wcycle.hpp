@@ -39,6 +39,13 @@
 // EVDs, and each fills the other's last, partial wave (H200: Table IV 512^2
 // 7% faster, Fig. 8(b) 512^2 x 100 14%).
 //
+// A matrix whose working matrix fits level-0 scratch on its own, but not
+// beside V (double 64^2 on a 40 KB GPU), and has at most 64 columns
+// (tuning/whole_matrix_sweeps.hpp) is not split at all: one launch
+// sweeps it whole, as the level-0 kernel would, with V's rotations applied in
+// memory (kernels/wcycle_team.hpp, wcycle_whole_matrix_team; SvdOptions::
+// level0). Its sweeps then cost one launch, not a chain of launches per step.
+//
 // Not yet here: compaction of converged matrices out of the launches (they
 // are masked, so their teams exit at once).
 
@@ -60,6 +67,7 @@
 #include "kwsvd/tuning/gram_evd_team_threads.hpp"
 #include "kwsvd/tuning/sweep_instances.hpp"
 #include "kwsvd/tuning/tailoring_plan.hpp"
+#include "kwsvd/tuning/whole_matrix_sweeps.hpp"
 
 namespace kwsvd::Impl {
 
@@ -178,6 +186,47 @@ struct WcycleEvdHooks {
   }
 };
 
+/// The sweeps of the matrices swept whole in scratch
+/// (wcycle_whole_matrix_team), one team each: matrices[k] with shapes[k].
+/// A matrix already done (non-finite input) is left alone; the others end
+/// with their sweeps and mask 1 (converged) or 2 (max_sweeps reached).
+template <class ExecSpace, class Scalar, int RowsPerLane>
+struct WcycleWholeMatrixFunctor {
+  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using ScratchVector = TeamScratch<ExecSpace, Scalar>;
+  using FlagVector = TeamScratch<ExecSpace, int>;
+  Scalar* W;
+  Scalar* V;  // null: no vectors
+  const WorkGeometry* geometry;
+  const int* matrices;
+  const OneSidedJacobiShape* shapes;
+  int* mask;
+  int* sweeps;
+  Scalar tol;
+  int max_sweeps;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const int k = member.league_rank();
+    const int b = matrices[k];
+    const OneSidedJacobiShape shape = shapes[k];
+    // Carved as one_sided_jacobi_scratch_bytes sized them without vectors.
+    ScratchVector X(member.team_scratch(0), std::size_t(shape.ld_w) * std::size_t(shape.cols));
+    ScratchVector d(member.team_scratch(0), std::size_t(shape.cols));
+    FlagVector flags(member.team_scratch(0), 2);
+    if (mask[b] != 0)
+      return;
+    const WorkGeometry g = geometry[b];
+    bool converged = false;
+    const int s = wcycle_whole_matrix_team<RowsPerLane>(
+        member, W + g.w_offset, std::size_t(g.rows), V != nullptr ? V + g.v_offset : nullptr, shape,
+        WholeMatrixScratch<Scalar>{X.data(), d.data(), flags.data()}, tol, max_sweeps, converged);
+    Kokkos::single(Kokkos::PerTeam(member), [&]() {
+      sweeps[b] = s;
+      mask[b] = converged ? 1 : 2;
+    });
+  }
+};
+
 /// Device state and plan of the block-rotation matrices of one batch (any
 /// mix of shapes, each at least one row and one column); run() allocates
 /// nothing.
@@ -218,22 +267,41 @@ class WcycleLevelSolver {
       work[b] = {g.rows, g.cols};
       max_cols_ = std::max(max_cols_, g.cols);
     }
-    plan_levels(work, fn);
+    plan_limit(fn);
+    // Matrices whose working matrix fits level-0 scratch (without V) are
+    // swept whole, up to tuning/whole_matrix_sweeps.hpp's column count; the
+    // others are split into blocks.
+    std::vector<int> whole, blocked;
+    std::vector<MatrixShape> blocked_work;
+    for (int b = 0; b < batch_; ++b) {
+      const auto& g = geometry[std::size_t(b)];
+      if (options.level0 && sweeps_whole(g.cols) &&
+          one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(g.rows, g.cols, false) <= limit_) {
+        whole.push_back(b);
+      } else {
+        blocked.push_back(b);
+        blocked_work.push_back(work[std::size_t(b)]);
+      }
+    }
+    plan_levels(blocked_work.empty() ? work : blocked_work, fn);
     W_ = Vec<Scalar>("kwsvd::W", std::max<std::size_t>(w_size, 1));
     V_ = Vec<Scalar>("kwsvd::V", std::max<std::size_t>(v_size, 1));
     geometry_ = copy_to_device<memory_space>(geometry, "kwsvd::geometry");
     scale_ = Vec<Scalar>("kwsvd::scale", batch_);
     state_ = Vec<int>("kwsvd::state", 4 * std::size_t(batch_));
     double sweep_work = 0;  // sum of M N^2, what a sweep's work grows with
-    for (const auto& s : work)
+    for (const auto& s : blocked_work)
       sweep_work += double(s.rows) * double(s.cols) * double(s.cols);
     const int wanted = options.instances > 0
                            ? options.instances
                            : sweep_instances(splits_into_streams<ExecSpace>(), sweep_work);
-    const int parts = std::max(1, std::min(wanted, batch_));
-    build_steps(geometry, parts);
+    const int parts = std::max(1, std::min(wanted, int(blocked.size())));
+    build_steps(geometry, blocked, parts);
+    plan_whole(geometry, whole);
+    // With one part beside matrices swept whole, the part runs on a stream
+    // of its own too, so that the whole sweeps (on exec) overlap it.
     if constexpr (splits_into_streams<ExecSpace>())
-      if (parts > 1)
+      if (parts > 1 || (!whole.empty() && !blocked.empty()))
         streams_ = two_streams(exec);
     active_ = Vec<int>("kwsvd::active", std::size_t(parts));
     host_active_ = Kokkos::create_mirror_view(active_);
@@ -253,7 +321,7 @@ class WcycleLevelSolver {
     Scalar* Vw = V_.data();
     const WorkGeometry* geometry = geometry_.data();
     Scalar* scale = scale_.data();
-    int* mask = state_.data();                 // 1: done (converged or non-finite)
+    int* mask = state_.data();  // 1: done (converged or non-finite); 2: swept whole, not converged
     int* rotated = state_.data() + batch_;     // this sweep's rotation_any | rotation_large
     int* sweeps = state_.data() + 2 * batch_;  // sweeps performed
     int* nonfinite = state_.data() + 3 * batch_;
@@ -289,6 +357,10 @@ class WcycleLevelSolver {
     };
     if (!streams_.empty())
       exec.fence();
+    // The matrices swept whole: one launch on the caller's instance, beside
+    // the parts' sweeps where those run on streams of their own (GPU
+    // backends); the finish below follows it on the same instance.
+    run_whole(exec, vectors ? Vw : nullptr, mask, sweeps);
     std::array<bool, 2> running{true, true};  // per part (at most two): still sweeping
     std::size_t most_steps = 0;
     for (const auto& part : parts_)
@@ -403,9 +475,9 @@ class WcycleLevelSolver {
     std::vector<Task> svd, evd, v_svd, v_evd;
   };
 
-  /// Level widths and their GEMM plans: the caller's, or the engine's one
-  /// level. Throws on bad SvdOptions::level_widths.
-  void plan_levels(const std::vector<MatrixShape>& work, const char* fn) {
+  /// The scratch bytes the groups are planned with (limit_). Throws on bad
+  /// SvdOptions::block_scratch_bytes.
+  void plan_limit(const char* fn) {
     if (options_.block_scratch_bytes < 0) {
       throw_invalid_argument(fn, "options.block_scratch_bytes",
                              "must be 0 (the device's limit) or a byte count, got " +
@@ -415,6 +487,11 @@ class WcycleLevelSolver {
     limit_ = options_.block_scratch_bytes > 0
                  ? std::min(device, std::size_t(options_.block_scratch_bytes))
                  : device;
+  }
+
+  /// Level widths and their GEMM plans: the caller's, or the engine's one
+  /// level. Throws on bad SvdOptions::level_widths.
+  void plan_levels(const std::vector<MatrixShape>& work, const char* fn) {
     if (options_.level_widths.empty()) {
       plans_.push_back(plan_wcycle_level<ExecSpace, Scalar>(work, limit_));
       widths_.push_back(plans_.back().w);
@@ -503,16 +580,17 @@ class WcycleLevelSolver {
     }
   }
 
-  /// Plans every step of a sweep for each of `parts` parts (matrix b in
-  /// part b % parts, so that both see the batch's mix of shapes) and sizes
-  /// their buffers.
-  void build_steps(const std::vector<WorkGeometry>& geometry, int parts) {
+  /// Plans every step of a sweep of the `blocked` matrices for each of
+  /// `parts` parts (blocked[k] in part k % parts, so that both see the
+  /// batch's mix of shapes) and sizes their buffers.
+  void build_steps(const std::vector<WorkGeometry>& geometry, const std::vector<int>& blocked,
+                   int parts) {
     summary_ = WcyclePlanSummary{};
     summary_.widths = widths_;
     for (int p = 0; p < parts; ++p) {
       std::vector<int> matrices;
-      for (int b = p; b < batch_; b += parts)
-        matrices.push_back(b);
+      for (std::size_t k = std::size_t(p); k < blocked.size(); k += std::size_t(parts))
+        matrices.push_back(blocked[k]);
       parts_.push_back(build_part(geometry, matrices));
       summary_.launch_steps = std::max(summary_.launch_steps, int(parts_.back().steps.size()));
     }
@@ -588,12 +666,101 @@ class WcycleLevelSolver {
     return part;
   }
 
+  /// Plans the sweeps of the matrices swept whole: lanes per pair as for
+  /// the level-0 kernel (SvdOptions::lanes_per_pair, lanes_rule), raised
+  /// where that keeps the row loop compiled (8 row blocks or fewer); one
+  /// shape each (plan_one_sided_jacobi without vectors), compiled when they
+  /// all share a row-block count.
+  void plan_whole(const std::vector<WorkGeometry>& geometry, const std::vector<int>& whole) {
+    summary_.whole_matrices = long(whole.size());
+    whole_ = WholePlan{};
+    if (whole.empty())
+      return;
+    int rows = 1;
+    for (const int b : whole)
+      rows = std::max(rows, geometry[std::size_t(b)].rows);
+    int lanes = small_svd_lanes(options_, rows, long(whole.size()));
+    while (options_.lanes_per_pair == 0 && lanes < 32 && (rows + lanes - 1) / lanes > 8)
+      lanes *= 2;
+    std::vector<OneSidedJacobiShape> shapes;
+    for (const int b : whole) {
+      const auto& g = geometry[std::size_t(b)];
+      shapes.push_back(
+          plan_one_sided_jacobi<ExecSpace, Scalar>(g.rows, g.cols, false, lanes, limit_));
+      whole_.scratch = std::max(whole_.scratch,
+                                one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(shapes.back()));
+      whole_.pairs = std::max(whole_.pairs, (g.cols + 1) / 2);
+    }
+    whole_.rows_per_lane = shapes.front().rows_per_lane;
+    for (const auto& shape : shapes)
+      if (shape.rows_per_lane != whole_.rows_per_lane)
+        whole_.rows_per_lane = 0;
+    for (auto& shape : shapes)
+      shape.rows_per_lane = whole_.rows_per_lane;
+    while (lanes > 1 && lanes > vector_length_max<ExecSpace>())
+      lanes /= 2;
+    whole_.lanes = lanes;
+    whole_.count = int(whole.size());
+    whole_.matrices = copy_to_device<memory_space>(whole, "kwsvd::whole_matrices");
+    whole_.shapes = copy_to_device<memory_space>(shapes, "kwsvd::whole_shapes");
+  }
+
+  /// One launch of the matrices swept whole (WcycleWholeMatrixFunctor), if any.
+  void run_whole(const ExecSpace& exec, Scalar* V, int* mask, int* sweeps) const {
+    switch (whole_.rows_per_lane) {
+      case 1:
+        return launch_whole<1>(exec, V, mask, sweeps);
+      case 2:
+        return launch_whole<2>(exec, V, mask, sweeps);
+      case 4:
+        return launch_whole<4>(exec, V, mask, sweeps);
+      case 6:
+        return launch_whole<6>(exec, V, mask, sweeps);
+      case 8:
+        return launch_whole<8>(exec, V, mask, sweeps);
+      default:
+        return launch_whole<0>(exec, V, mask, sweeps);
+    }
+  }
+
+  template <int RowsPerLane>
+  void launch_whole(const ExecSpace& exec, Scalar* V, int* mask, int* sweeps) const {
+    if (whole_.count == 0)
+      return;
+    const WcycleWholeMatrixFunctor<ExecSpace, Scalar, RowsPerLane> functor{
+        W_.data(),
+        V,
+        geometry_.data(),
+        whole_.matrices.data(),
+        whole_.shapes.data(),
+        mask,
+        sweeps,
+        resolved_tolerance<Scalar>(options_.tolerance),
+        options_.max_sweeps};
+    Kokkos::TeamPolicy<ExecSpace> probe(exec, whole_.count, 1, whole_.lanes);
+    probe.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(whole_.scratch)));
+    const int team_max = probe.team_size_max(functor, Kokkos::ParallelForTag());
+    Kokkos::TeamPolicy<ExecSpace> policy(exec, whole_.count, std::min(whole_.pairs, team_max),
+                                         whole_.lanes);
+    policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(whole_.scratch)));
+    Kokkos::parallel_for("kwsvd::wcycle_whole_matrices", policy, functor);
+  }
+
+  /// The matrices swept whole in scratch (plan_whole).
+  struct WholePlan {
+    int count = 0, rows_per_lane = 0, lanes = 1, pairs = 1;
+    std::size_t scratch = 0;
+    Vec<int> matrices;
+    Vec<OneSidedJacobiShape> shapes;
+  };
+
   int batch_ = 0, max_cols_ = 0;
   SvdOptions options_;
   std::vector<int> widths_;
   std::vector<TailoringPlan> plans_;
   std::size_t limit_ = 0;  // scratch bytes the groups are planned with
   WcyclePlanSummary summary_;
+  WholePlan whole_;
   Vec<Scalar> W_, V_, scale_;
   Vec<WorkGeometry> geometry_;
   Vec<int> state_;
