@@ -14,10 +14,11 @@
 //
 //   perf_svd_suite --suite=<smoke|paper|seed002|full> [--pair-svd=0|1]
 //                  [--level-widths=w1,w2,...] [--instances=0|1|2]
-//                  [benchmark flags]
+//                  [--lanes-per-pair=0|1|2|4|8|16|32] [benchmark flags]
 //
-// --pair-svd, --level-widths and --instances set kwsvd's SvdOptions (default:
-// pair SVD off, level widths and instances from the tuning engine), to
+// --pair-svd, --level-widths, --instances and --lanes-per-pair set kwsvd's
+// SvdOptions (default: pair SVD off, level widths, instances and lanes from
+// the tuning engine), to
 // compare W-cycle plans; kwsvd entries record the plan's levels, pairs per
 // sweep by group and instances.
 //
@@ -186,7 +187,8 @@ void finish(benchmark::State& state, const ContiguousBatch<T>& data) {
   state.counters["max_extent"] = max_extent(data.shapes);
 }
 
-// SvdOptions of every kwsvd entry (--pair-svd=, --level-widths=, --instances=).
+// SvdOptions of every kwsvd entry (--pair-svd=, --level-widths=, --instances=,
+// --lanes-per-pair=).
 kwsvd::SvdOptions suite_options;
 
 void record_plan(benchmark::State& state, const kwsvd::WcyclePlanSummary& summary) {
@@ -194,6 +196,7 @@ void record_plan(benchmark::State& state, const kwsvd::WcyclePlanSummary& summar
   state.counters["pair_svds_per_sweep"] = double(summary.pair_svds);
   state.counters["gram_evds_per_sweep"] = double(summary.gram_evds);
   state.counters["instances"] = summary.instances;
+  state.counters["whole_matrices"] = double(summary.whole_matrices);
 }
 
 template <class T>
@@ -424,6 +427,8 @@ int main(int argc, char** argv) {
       suite_options.pair_svd = std::atoi(argv[i] + 11) != 0;
     } else if (std::strncmp(argv[i], "--instances=", 12) == 0) {
       suite_options.instances = std::atoi(argv[i] + 12);
+    } else if (std::strncmp(argv[i], "--lanes-per-pair=", 17) == 0) {
+      suite_options.lanes_per_pair = std::atoi(argv[i] + 17);
     } else if (std::strncmp(argv[i], "--level-widths=", 15) == 0) {
       widths = argv[i] + 15;  // comma-separated, e.g. 32,16
       std::istringstream in(widths);
