@@ -30,13 +30,15 @@ namespace Impl {
 /// matrix b alone (its info says converged after 0 sweeps; lambda and J are
 /// not written); done(b, rotated, large) runs on one thread once matrix b is
 /// finished, skipped or not, with whether its J differs from I and whether
-/// one of its rotations was not small, where `reports` is true. batched_gram_evd skips nothing and
-/// reports nothing; the W-cycle's hooks (scheduler/wcycle.hpp) skip the pairs of converged matrices
-/// and mark the pairs that rotate, two launches a step fewer. Hooks with a member gram_entry(b,
-/// row, col) supply matrix b's entries (row <= col) in place of B: the W-cycle's sum the plates of
-/// its Grams (one launch a step fewer again). Hooks with members small_off2 and small_sin2 set
-/// GramEvdControl's, which define `large` (the W-cycle's stopping test); without them `large` is
-/// false.
+/// one of its rotations was not small, where `reports` is true.
+/// batched_gram_evd skips nothing and reports nothing; the W-cycle's hooks
+/// (scheduler/wcycle.hpp) skip the pairs of converged matrices and mark the
+/// pairs that rotate, two launches a step fewer. Hooks with a member
+/// gram_entry(b, row, col) supply matrix b's entries (row <= col) in place
+/// of B: the W-cycle's sum the plates of its Grams (one launch a step fewer
+/// again). Hooks with members small_off2 and small_sin2 set
+/// GramEvdControl's, which define `large` (the W-cycle's stopping test);
+/// without them `large` is false.
 struct GramEvdNoHooks {
   static constexpr bool reports = false;
   KOKKOS_INLINE_FUNCTION bool skip(int /*b*/) const { return false; }

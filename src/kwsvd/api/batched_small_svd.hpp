@@ -93,19 +93,21 @@ BatchedSmallSvdFunctor<ExecSpace, Scalar, RowsPerLane> with_rows_per_lane(
           f.max_sweeps};
 }
 
-// One team per matrix, one team thread per column pair of a round-robin step
-// (fewer if the backend cannot), `lanes` vector lanes per pair.
+/// Launches `functor` with one team per matrix (`count` of them), one team
+/// thread per column pair of a round-robin step (`pairs`; fewer if the
+/// backend cannot), `lanes` vector lanes per pair and `scratch` bytes of
+/// level-0 scratch a team: the level-0 kernel's launch, and the W-cycle's
+/// for the matrices it sweeps whole.
 template <class ExecSpace, class Functor>
-void launch_small_svd(const ExecSpace& exec, int batch, int lanes, std::size_t scratch,
-                      const Functor& functor) {
-  Kokkos::TeamPolicy<ExecSpace> probe(exec, batch, 1, lanes);
+void launch_column_pair_teams(const ExecSpace& exec, const char* label, int count, int pairs,
+                              int lanes, std::size_t scratch, const Functor& functor) {
+  Kokkos::TeamPolicy<ExecSpace> probe(exec, count, 1, lanes);
   probe.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
-  const int pairs = (functor.shape.cols + 1) / 2;
   const int team_max = probe.team_size_max(functor, Kokkos::ParallelForTag());
   const int team = pairs < 1 ? 1 : (pairs < team_max ? pairs : team_max);
-  Kokkos::TeamPolicy<ExecSpace> policy(exec, batch, team, lanes);
+  Kokkos::TeamPolicy<ExecSpace> policy(exec, count, team, lanes);
   policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
-  Kokkos::parallel_for("kwsvd::batched_small_svd", policy, functor);
+  Kokkos::parallel_for(label, policy, functor);
 }
 
 /// Vector lanes per column pair for a group whose largest work matrix has
@@ -184,12 +186,8 @@ void launch_slotted_small_svd(const ExecSpace& exec, int count, const SlottedSma
                               const SlottedSmallSvdFunctor<ExecSpace, Scalar>& functor) {
   if (count == 0)
     return;
-  Kokkos::TeamPolicy<ExecSpace> probe(exec, count, 1, plan.lanes);
-  probe.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(plan.scratch)));
-  const int team_max = probe.team_size_max(functor, Kokkos::ParallelForTag());
-  Kokkos::TeamPolicy<ExecSpace> policy(exec, count, std::min(plan.pairs, team_max), plan.lanes);
-  policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(plan.scratch)));
-  Kokkos::parallel_for("kwsvd::batched_small_svd_variable", policy, functor);
+  launch_column_pair_teams(exec, "kwsvd::batched_small_svd_variable", count, plan.pairs, plan.lanes,
+                           plan.scratch, functor);
 }
 
 template <class ExecSpace, class AView, class SView, class UView, class VView, class InfoView>
@@ -282,20 +280,11 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
       tol,
       options.max_sweeps};
   const std::size_t scratch = one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(shape);
-  switch (shape.rows_per_lane) {
-    case 1:
-      return launch_small_svd(exec, int(batch), lanes, scratch, with_rows_per_lane<1>(general));
-    case 2:
-      return launch_small_svd(exec, int(batch), lanes, scratch, with_rows_per_lane<2>(general));
-    case 4:
-      return launch_small_svd(exec, int(batch), lanes, scratch, with_rows_per_lane<4>(general));
-    case 6:
-      return launch_small_svd(exec, int(batch), lanes, scratch, with_rows_per_lane<6>(general));
-    case 8:
-      return launch_small_svd(exec, int(batch), lanes, scratch, with_rows_per_lane<8>(general));
-    default:
-      return launch_small_svd(exec, int(batch), lanes, scratch, general);
-  }
+  with_compiled_rows_per_lane(shape.rows_per_lane, [&](auto rows_per_lane) {
+    launch_column_pair_teams(exec, "kwsvd::batched_small_svd", int(batch), (shape.cols + 1) / 2,
+                             lanes, scratch,
+                             with_rows_per_lane<decltype(rows_per_lane)::value>(general));
+  });
 }
 
 }  // namespace Impl

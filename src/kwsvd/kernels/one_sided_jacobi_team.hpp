@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <limits>
+#include <type_traits>
 
 #include "kwsvd/api/options.hpp"
 #include "kwsvd/impl/kokkos_compat.hpp"
@@ -190,6 +191,27 @@ KOKKOS_INLINE_FUNCTION constexpr int compiled_rows_per_lane(int blocks) {
          : blocks <= 6 ? 6
          : blocks <= 8 ? 8
                        : 0;
+}
+
+/// f(std::integral_constant<int, R>()) with R = rows_per_lane when that is a
+/// compiled block count (compiled_rows_per_lane), else R = 0 (the general
+/// path): the kernels' RowsPerLane from a planned shape's run-time value.
+template <class F>
+void with_compiled_rows_per_lane(int rows_per_lane, const F& f) {
+  switch (rows_per_lane) {
+    case 1:
+      return f(std::integral_constant<int, 1>());
+    case 2:
+      return f(std::integral_constant<int, 2>());
+    case 4:
+      return f(std::integral_constant<int, 4>());
+    case 6:
+      return f(std::integral_constant<int, 6>());
+    case 8:
+      return f(std::integral_constant<int, 8>());
+    default:
+      return f(std::integral_constant<int, 0>());
+  }
 }
 
 /// Level-0 scratch bytes one team needs for `shape` (with its leading dimensions).

@@ -14,8 +14,7 @@ namespace kwsvd::Impl {
 /// Bits of a W-cycle matrix's per-sweep rotation flag: some pair rotated,
 /// and some rotation was not small (WcycleEvdHooks::small_off2 and
 /// small_sin2 in scheduler/wcycle.hpp; the pair SVDs' rotations count as
-/// large). A sweep
-/// without rotation_large ends the matrix's sweeps.
+/// large). A sweep without rotation_large ends the matrix's sweeps.
 constexpr int rotation_any = 1, rotation_large = 2;
 
 /// Whether the scheduler solves a pair of blocks of width w with `rows` rows

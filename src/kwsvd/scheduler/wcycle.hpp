@@ -159,7 +159,7 @@ template <class Scalar>
 struct WcycleEvdHooks {
   static constexpr bool reports = true;
   const BlockPairTask<Scalar>* tasks;  // the step's EVD pairs
-  const int* mask;                     // per matrix: 1 when done
+  const int* mask;                     // per matrix: nonzero when done
   int* rotates;                        // per EVD pair: 0 when J = I
   int* rotated;                        // per matrix: this sweep's rotation_any | rotation_large
   GramPlateSums<Scalar> gram;          // the pairs' Grams
@@ -700,55 +700,34 @@ class WcycleLevelSolver {
     while (lanes > 1 && lanes > vector_length_max<ExecSpace>())
       lanes /= 2;
     whole_.lanes = lanes;
-    whole_.count = int(whole.size());
     whole_.matrices = copy_to_device<memory_space>(whole, "kwsvd::whole_matrices");
     whole_.shapes = copy_to_device<memory_space>(shapes, "kwsvd::whole_shapes");
   }
 
   /// One launch of the matrices swept whole (WcycleWholeMatrixFunctor), if any.
   void run_whole(const ExecSpace& exec, Scalar* V, int* mask, int* sweeps) const {
-    switch (whole_.rows_per_lane) {
-      case 1:
-        return launch_whole<1>(exec, V, mask, sweeps);
-      case 2:
-        return launch_whole<2>(exec, V, mask, sweeps);
-      case 4:
-        return launch_whole<4>(exec, V, mask, sweeps);
-      case 6:
-        return launch_whole<6>(exec, V, mask, sweeps);
-      case 8:
-        return launch_whole<8>(exec, V, mask, sweeps);
-      default:
-        return launch_whole<0>(exec, V, mask, sweeps);
-    }
-  }
-
-  template <int RowsPerLane>
-  void launch_whole(const ExecSpace& exec, Scalar* V, int* mask, int* sweeps) const {
-    if (whole_.count == 0)
+    const int count = int(whole_.matrices.extent(0));
+    if (count == 0)
       return;
-    const WcycleWholeMatrixFunctor<ExecSpace, Scalar, RowsPerLane> functor{
-        W_.data(),
-        V,
-        geometry_.data(),
-        whole_.matrices.data(),
-        whole_.shapes.data(),
-        mask,
-        sweeps,
-        resolved_tolerance<Scalar>(options_.tolerance),
-        options_.max_sweeps};
-    Kokkos::TeamPolicy<ExecSpace> probe(exec, whole_.count, 1, whole_.lanes);
-    probe.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(whole_.scratch)));
-    const int team_max = probe.team_size_max(functor, Kokkos::ParallelForTag());
-    Kokkos::TeamPolicy<ExecSpace> policy(exec, whole_.count, std::min(whole_.pairs, team_max),
-                                         whole_.lanes);
-    policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(whole_.scratch)));
-    Kokkos::parallel_for("kwsvd::wcycle_whole_matrices", policy, functor);
+    with_compiled_rows_per_lane(whole_.rows_per_lane, [&](auto rows_per_lane) {
+      const WcycleWholeMatrixFunctor<ExecSpace, Scalar, decltype(rows_per_lane)::value> functor{
+          W_.data(),
+          V,
+          geometry_.data(),
+          whole_.matrices.data(),
+          whole_.shapes.data(),
+          mask,
+          sweeps,
+          resolved_tolerance<Scalar>(options_.tolerance),
+          options_.max_sweeps};
+      launch_column_pair_teams(exec, "kwsvd::wcycle_whole_matrices", count, whole_.pairs,
+                               whole_.lanes, whole_.scratch, functor);
+    });
   }
 
   /// The matrices swept whole in scratch (plan_whole).
   struct WholePlan {
-    int count = 0, rows_per_lane = 0, lanes = 1, pairs = 1;
+    int rows_per_lane = 0, lanes = 1, pairs = 1;
     std::size_t scratch = 0;
     Vec<int> matrices;
     Vec<OneSidedJacobiShape> shapes;
