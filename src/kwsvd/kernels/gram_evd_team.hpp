@@ -229,22 +229,6 @@ KOKKOS_INLINE_FUNCTION void upper_block(int w, float inv_w1, int e, int& P, int&
   }
 }
 
-/// c = 1 / sqrt(1 + t^2) of the rotation with tangent t, by the backend's
-/// reciprocal square root instead of a square root and a division (about
-/// half the instructions in double, a quarter in float; the rotations are
-/// the longest path of a step). Double's is within 1 ulp; float's (CUDA's
-/// rsqrtf, 2 ulp) gets one Newton step, without which J misses the
-/// orthogonality bound of the tests (20 n u) at n = 32.
-template <class Scalar>
-KOKKOS_INLINE_FUNCTION Scalar rotation_cosine(Scalar t) {
-  const Scalar x = Scalar(1) + t * t;
-  const Scalar y = reciprocal_sqrt(x);
-  if constexpr (std::is_same<Scalar, double>::value)
-    return y;
-  else
-    return y + Scalar(0.5) * y * (Scalar(1) - x * y * y);
-}
-
 /// How a run to convergence finds that it has converged; every rule gives
 /// the same B and J (a step that rotates nothing changes nothing), they
 /// differ in the steps they run and the work they add to each.
