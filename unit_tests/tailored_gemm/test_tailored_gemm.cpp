@@ -360,6 +360,17 @@ TEST(TailoredGemmPlan, CandidatesFollowTableTwoAndTheEnginePicksByThreshold) {
   // Nothing reaches a huge threshold: the most parallel plan. A narrow
   // device limit drops the wide blocks.
   EXPECT_EQ(kwsvd::choose_tailoring_plan(c, shapes, 1e18).w, 8);
+  // The W-cycle's engine agrees wherever a plan reaches the threshold, and
+  // below it takes the most parallel plan of w >= 16 (w = 8 only when no
+  // other is left).
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(c, shapes, 306149).delta, 128);
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(c, shapes, 306149).w, 16);
+  const auto fallback = kwsvd::choose_wcycle_plan(c, shapes, 1e18);
+  EXPECT_EQ(fallback.w, 16);
+  EXPECT_EQ(fallback.delta, 32);
+  const std::vector<kwsvd::TailoringPlan> narrow(c.end() - 2, c.end());
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(narrow, shapes, 1e18).delta, 32);
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(narrow, shapes, 1e18).w, 8);
   EXPECT_EQ(kwsvd::tailoring_candidates(256, 24).front().w, 24);
   EXPECT_EQ(kwsvd::tailoring_candidates(256, 32).front().w, 32);
   EXPECT_TRUE(kwsvd::tailoring_candidates(256, 4).empty());

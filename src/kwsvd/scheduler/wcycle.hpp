@@ -123,8 +123,8 @@ TailoringPlan plan_wcycle_level(
     return width > 0 ? TailoringPlan{width, std::max(8, max_rows), 256}
                      : TailoringPlan{std::min(half, std::max(w_max, 2)), max_rows, 256};
   }
-  return choose_tailoring_plan(candidates, shapes,
-                               active_tuning_parameters(runs_off_host<ExecSpace>()).tlp_threshold);
+  return choose_wcycle_plan(candidates, shapes,
+                            active_tuning_parameters(runs_off_host<ExecSpace>()).tlp_threshold);
 }
 
 /// The block width of one working matrix with N columns at a level of width

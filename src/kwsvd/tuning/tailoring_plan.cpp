@@ -87,6 +87,17 @@ TailoringPlan choose_tailoring_plan(const std::vector<TailoringPlan>& candidates
   return candidates.back();
 }
 
+TailoringPlan choose_wcycle_plan(const std::vector<TailoringPlan>& candidates,
+                                 const std::vector<MatrixShape>& shapes, double tlp_threshold) {
+  const TailoringPlan engine = choose_tailoring_plan(candidates, shapes, tlp_threshold);
+  if (tailoring_tlp(engine, shapes) >= tlp_threshold)
+    return engine;
+  for (auto p = candidates.rbegin(); p != candidates.rend(); ++p)
+    if (p->w >= wcycle_fallback_min_w)
+      return *p;
+  return engine;
+}
+
 TuningParameters default_tuning_parameters(bool gpu) {
   if (gpu)
     return {gpu_tlp_threshold, "NVIDIA H200", "built-in default (calibrated on an NVIDIA H200)"};

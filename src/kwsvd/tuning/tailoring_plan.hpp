@@ -60,6 +60,23 @@ std::vector<TailoringPlan> tailoring_candidates(int max_rows, int w_max);
 TailoringPlan choose_tailoring_plan(const std::vector<TailoringPlan>& candidates,
                                     const std::vector<MatrixShape>& shapes, double tlp_threshold);
 
+/// Narrowest block the W-cycle's engine falls back to when no plan reaches
+/// the threshold (choose_wcycle_plan).
+constexpr int wcycle_fallback_min_w = 16;
+
+/// The W-cycle's engine: choose_tailoring_plan, except when no candidate
+/// reaches the threshold. Such a batch cannot fill the device whatever the
+/// plan, and a W-cycle step then costs about its chain of launches, whatever
+/// its work: w = 8 doubles the steps of w = 16 and saves nothing. So the
+/// most parallel plan of width at least wcycle_fallback_min_w is taken (the
+/// last candidate when there is none). H200, Fig. 8(b) at batch 10, 128^2:
+/// w = 8 (the paper's fallback) 4.94 ms double / 3.92 float, w = 16 3.93 /
+/// 2.88, w = 24 4.87 / 3.73, w = 32 6.91 / 2.70 (double's 2w = 64 EVD keeps J
+/// in registers, slower per pair); 256^2 and 512^2 at batch 10 already
+/// reached w = 16 (perf_tests/notes/wcycle.md).
+TailoringPlan choose_wcycle_plan(const std::vector<TailoringPlan>& candidates,
+                                 const std::vector<MatrixShape>& shapes, double tlp_threshold);
+
 /// Built-in parameters: for GPUs the threshold calibrated on an NVIDIA H200
 /// (and used for the H100, the same SM count class); for host backends a
 /// threshold of 1, which selects the widest, most cache-friendly plan.
