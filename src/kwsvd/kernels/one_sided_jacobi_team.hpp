@@ -56,7 +56,7 @@ KOKKOS_INLINE_FUNCTION Scalar jacobi_tangent(Scalar d_i, Scalar d_j, Scalar g) {
 /// reciprocal square root instead of a square root and a division (about
 /// half the instructions in double, a quarter in float): the rotations are
 /// the longest path of a step, in the Gram EVD and in the level-0 sweeps
-/// (there it took Fig. 7's batches 3 to 13% faster on the H200, with the
+/// (there it took Fig. 7's batches 2 to 13% faster on the H200, with the
 /// compile-time row-block modulus). Double's is within 1 ulp; float's
 /// (CUDA's rsqrtf, 2 ulp) gets one Newton step, without which J misses the
 /// orthogonality bound of the tests (20 n u) at n = 32.
