@@ -460,10 +460,8 @@ KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar*
         };
         rotate(wrows, wi, wj);
         if (V != nullptr) {
-          // A padded V has W's blocks: the same row offsets. So does an
-          // unpadded one whose N rows fill them exactly (the W-cycle's whole
-          // square matrices): the compiled row loop, no bounds tests.
-          if (RowsPerLane > 0 && (v_padded || (RowsPerLane << log2) == N)) {
+          // A padded V has W's blocks: the same row offsets.
+          if (RowsPerLane > 0 && v_padded) {
             rotate(wrows, V + ldv * i, V + ldv * j);
           } else {
             int vfirst = pair;
