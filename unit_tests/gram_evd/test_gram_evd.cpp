@@ -11,6 +11,7 @@
 
 #include "common/oracle.hpp"
 #include "common/svd_batch.hpp"
+#include "kwsvd/kernels/pair_ordering.hpp"
 #include "kwsvd/kwsvd.hpp"
 
 namespace {
@@ -492,6 +493,31 @@ TEST(GramEvdPlan, UpperBlocksAreEachVisitedOnce) {
     for (int P = 0; P < w; ++P)
       for (int Q = P; Q < w; ++Q)
         ASSERT_EQ(seen[P * w + Q], 1) << "w " << w;
+  }
+}
+
+// The recursive ordering (the W-cycle's Gram EVDs walk it) for every even
+// size up to 130: each step pairs every element once, each sweep every pair
+// once.
+TEST(GramEvdPlan, RecursivePairsEveryElementOncePerStep) {
+  for (int n_even = 2; n_even <= 130; n_even += 2) {
+    std::vector<int> met(std::size_t(n_even) * n_even, 0);
+    for (int step = 0; step < n_even - 1; ++step) {
+      std::vector<int> used(n_even, 0);
+      for (int k = 0; k < n_even / 2; ++k) {
+        int i = -1, j = -1;
+        kwsvd::Impl::recursive_pair(n_even, step, k, i, j);
+        ASSERT_TRUE(0 <= i && i < j && j < n_even) << n_even << ": (" << i << ", " << j << ")";
+        ++used[i];
+        ++used[j];
+        ++met[std::size_t(i) * n_even + j];
+      }
+      for (int c = 0; c < n_even; ++c)
+        ASSERT_EQ(used[c], 1) << n_even << " step " << step;
+    }
+    for (int i = 0; i < n_even; ++i)
+      for (int j = i + 1; j < n_even; ++j)
+        ASSERT_EQ(met[std::size_t(i) * n_even + j], 1) << n_even << ": (" << i << ", " << j << ")";
   }
 }
 
