@@ -14,13 +14,17 @@
 //
 //   perf_svd_suite --suite=<smoke|paper|seed002|full> [--pair-svd=0|1]
 //                  [--level-widths=w1,w2,...] [--instances=0|1|2]
-//                  [--lanes-per-pair=0|1|2|4|8|16|32] [benchmark flags]
+//                  [--lanes-per-pair=0|1|2|4|8|16|32] [--job=vectors|values]
+//                  [benchmark flags]
 //
 // --pair-svd, --level-widths, --instances and --lanes-per-pair set kwsvd's
 // SvdOptions (default: pair SVD off, level widths, instances and lanes from
 // the tuning engine), to
 // compare W-cycle plans; kwsvd entries record the plan's levels, pairs per
-// sweep by group and instances.
+// sweep by group and instances. --job=values times kwsvd's values-only
+// calls (the baselines still compute vectors); their entries record
+// values_gap = |sum sigma^2 - ||A||_F^2| / ||A||_F^2 instead of residual and
+// orthogonality.
 //
 // Benchmark names: <experiment>/<implementation>/<scalar>/m:M/n:N/batch:B, or
 // .../group:L/batch:B for a mixed-size group whose shapes are drawn
@@ -179,16 +183,20 @@ void timed_loop(benchmark::State& state, Call&& call, const std::function<void()
   }
 }
 
+// `vectors`: U and V were computed (else only the values: values_gap).
 template <class T>
-void finish(benchmark::State& state, const ContiguousBatch<T>& data) {
-  kwsvd::bench::record_accuracy(state, data);
+void finish(benchmark::State& state, const ContiguousBatch<T>& data, bool vectors = true) {
+  if (vectors)
+    kwsvd::bench::record_accuracy(state, data);
+  else
+    kwsvd::bench::record_values_gap(state, data);
   kwsvd::bench::set_rates(state, nominal_flops(data.shapes), data.bytes());
   state.counters["batch"] = double(data.shapes.size());
   state.counters["max_extent"] = max_extent(data.shapes);
 }
 
 // SvdOptions of every kwsvd entry (--pair-svd=, --level-widths=, --instances=,
-// --lanes-per-pair=).
+// --lanes-per-pair=, --job=).
 kwsvd::SvdOptions suite_options;
 
 void record_plan(benchmark::State& state, const kwsvd::WcyclePlanSummary& summary) {
@@ -204,13 +212,17 @@ void run_kwsvd(benchmark::State& state, const Point& point) {
   ContiguousBatch<T> data(point.shapes);
   Kokkos::View<kwsvd::SvdInfo*> info("info", point.shapes.size());
   using Exec = Kokkos::DefaultExecutionSpace;
+  const bool vectors = suite_options.job == kwsvd::Job::values_and_vectors;
   if (point.uniform) {
     const int batch = int(point.shapes.size()), m = point.shapes[0].rows, n = point.shapes[0].cols;
     kwsvd::BatchedSvd<Exec, T> svd(Exec(), batch, m, n, suite_options);  // planned once, reused
     auto A = data.uniform_a(), U = data.uniform_u(), V = data.uniform_v();
     auto S = data.uniform_s();
     timed_loop(state, [&]() {
-      svd.compute(A, S, U, V, info);
+      if (vectors)
+        svd.compute(A, S, U, V, info);
+      else
+        svd.compute(A, S, info);
       return true;
     });
     state.counters["w"] = svd.block_width();
@@ -218,8 +230,10 @@ void run_kwsvd(benchmark::State& state, const Point& point) {
   } else {
     kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), point.shapes, suite_options);
     timed_loop(state, [&]() {
-      svd.compute(data.a_ptr.data(), data.lda.data(), data.s_ptr.data(), data.u_ptr.data(),
-                  data.lda.data(), data.v_ptr.data(), data.ldv.data(), info.data());
+      svd.compute(data.a_ptr.data(), data.lda.data(), data.s_ptr.data(),
+                  vectors ? data.u_ptr.data() : nullptr, vectors ? data.lda.data() : nullptr,
+                  vectors ? data.v_ptr.data() : nullptr, vectors ? data.ldv.data() : nullptr,
+                  info.data());
       return true;
     });
     state.counters["w"] = svd.block_width();
@@ -227,7 +241,7 @@ void run_kwsvd(benchmark::State& state, const Point& point) {
     record_plan(state, svd.plan_summary());
   }
   kwsvd::bench::record_convergence(state, info);
-  finish(state, data);
+  finish(state, data, vectors);
 }
 
 #ifdef KWSVD_HAVE_CUDA_BASELINES
@@ -419,7 +433,7 @@ std::string device_name() {
 int main(int argc, char** argv) {
   std::string suite = "paper";
   std::vector<char*> args;
-  std::string widths;
+  std::string widths, job = "vectors";
   for (int i = 0; i < argc; ++i) {
     if (std::strncmp(argv[i], "--suite=", 8) == 0) {
       suite = argv[i] + 8;
@@ -429,6 +443,13 @@ int main(int argc, char** argv) {
       suite_options.instances = std::atoi(argv[i] + 12);
     } else if (std::strncmp(argv[i], "--lanes-per-pair=", 17) == 0) {
       suite_options.lanes_per_pair = std::atoi(argv[i] + 17);
+    } else if (std::strncmp(argv[i], "--job=", 6) == 0) {
+      job = argv[i] + 6;
+      if (job != "vectors" && job != "values") {
+        std::fprintf(stderr, "perf_svd_suite: --job=%s (vectors, values)\n", job.c_str());
+        return 1;
+      }
+      suite_options.job = job == "values" ? kwsvd::Job::values : kwsvd::Job::values_and_vectors;
     } else if (std::strncmp(argv[i], "--level-widths=", 15) == 0) {
       widths = argv[i] + 15;  // comma-separated, e.g. 32,16
       std::istringstream in(widths);
@@ -457,10 +478,10 @@ int main(int argc, char** argv) {
   kwsvd::print_configuration(config);
   benchmark::AddCustomContext("kwsvd", config.str());
   benchmark::AddCustomContext("suite", suite);
-  benchmark::AddCustomContext("kwsvd_options",
-                              std::string("pair_svd=") + (suite_options.pair_svd ? "1" : "0") +
-                                  " level_widths=" + (widths.empty() ? "auto" : widths) +
-                                  " instances=" + std::to_string(suite_options.instances));
+  benchmark::AddCustomContext(
+      "kwsvd_options", std::string("pair_svd=") + (suite_options.pair_svd ? "1" : "0") +
+                           " level_widths=" + (widths.empty() ? "auto" : widths) +
+                           " instances=" + std::to_string(suite_options.instances) + " job=" + job);
   benchmark::AddCustomContext("device", device_name());
   benchmark::AddCustomContext("execution_space", Kokkos::DefaultExecutionSpace::name());
   benchmark::AddCustomContext("nominal_flops", kwsvd::bench::nominal_flops_formula());

@@ -182,6 +182,13 @@ struct ContiguousBatch {
   }
 };
 
+/// A host copy of x(offset .. offset + count).
+template <class T>
+auto host_part(const Kokkos::View<T*>& x, std::size_t offset, std::size_t count) {
+  return Kokkos::create_mirror_view_and_copy(
+      Kokkos::HostSpace(), Kokkos::subview(x, std::make_pair(offset, offset + count)));
+}
+
 /// Counters residual = max ||A - U S V^T||_F / ||A||_F, orthU = max ||U^T U
 /// - I||_F and orthV likewise, over the first four matrices (one when a check
 /// costs over ~1e9 flops), computed on the host in double.
@@ -196,14 +203,10 @@ void record_accuracy(benchmark::State& state, const ContiguousBatch<T>& data) {
     if (checked > 0 && double(m) * n * k > 1.2e8)
       break;
     ++checked;
-    auto part = [](const Kokkos::View<T*>& x, std::size_t offset, std::size_t count) {
-      return Kokkos::create_mirror_view_and_copy(
-          Kokkos::HostSpace(), Kokkos::subview(x, std::make_pair(offset, offset + count)));
-    };
-    const auto a = part(data.a, data.a_offset[b], std::size_t(m) * n);
-    const auto u = part(data.u, data.u_offset[b], std::size_t(m) * k);
-    const auto v = part(data.v, data.v_offset[b], std::size_t(n) * k);
-    const auto s = part(data.s, data.s_offset[b], std::size_t(k));
+    const auto a = host_part(data.a, data.a_offset[b], std::size_t(m) * n);
+    const auto u = host_part(data.u, data.u_offset[b], std::size_t(m) * k);
+    const auto v = host_part(data.v, data.v_offset[b], std::size_t(n) * k);
+    const auto s = host_part(data.s, data.s_offset[b], std::size_t(k));
     if (std::getenv("KWSVD_BENCH_DEBUG") != nullptr)
       std::fprintf(stderr, "debug b=%zu a0=%g a1=%g s0=%g u0=%g v0=%g\n", b, double(a(0)),
                    double(a(a.extent(0) - 1)), double(s(0)), double(u(0)), double(v(0)));
@@ -235,6 +238,26 @@ void record_accuracy(benchmark::State& state, const ContiguousBatch<T>& data) {
   state.counters["residual"] = residual;
   state.counters["orthU"] = orth_u;
   state.counters["orthV"] = orth_v;
+}
+
+/// A values-only call's check, counter values_gap: max over the first matrices of |sum sigma^2
+/// - ||A||_F^2| / ||A||_F^2 (computed on the host in double).
+template <class T>
+void record_values_gap(benchmark::State& state, const ContiguousBatch<T>& data) {
+  double gap = 0;
+  for (std::size_t b = 0; b < data.shapes.size() && b < 4; ++b) {
+    const std::size_t mn = std::size_t(data.shapes[b].rows) * std::size_t(data.shapes[b].cols);
+    const std::size_t k = std::size_t(std::min(data.shapes[b].rows, data.shapes[b].cols));
+    const auto a = host_part(data.a, data.a_offset[b], mn);
+    const auto s = host_part(data.s, data.s_offset[b], k);
+    double a2 = 0, s2 = 0;
+    for (std::size_t e = 0; e < mn; ++e)
+      a2 += double(a(e)) * double(a(e));
+    for (std::size_t l = 0; l < k; ++l)
+      s2 += double(s(l)) * double(s(l));
+    gap = std::max(gap, a2 > 0 ? std::abs(s2 - a2) / a2 : s2);
+  }
+  state.counters["values_gap"] = gap;
 }
 
 }  // namespace kwsvd::bench

@@ -157,6 +157,62 @@ TYPED_TEST(Wcycle, PairSvdAndGramEvdGroupsMeetSeed002Thresholds) {
   }
 }
 
+// Values only (SvdOptions::job = Job::values): the W-cycle neither keeps nor
+// rotates V, and A's rotations are the same, so the singular values and the
+// sweeps are those of the call with vectors, to the bit (planned for 32 KB,
+// one level and two, tall and wide).
+TYPED_TEST(Wcycle, ValuesOnlyGivesTheValuesOfTheFullSvd) {
+  using T = typename TestFixture::TestScalar;
+  using L = typename TestFixture::TestLayout;
+  const bool dbl = sizeof(T) == 8;
+  struct ValuesCase {
+    std::vector<int> widths;
+    int m, n;
+  };
+  const std::vector<ValuesCase> cases = {
+      {{}, 90, 70},
+      {{}, 40, 110},
+      {dbl ? std::vector<int>{32, 16} : std::vector<int>{48, 24}, 150, 120}};
+  for (const auto& c : cases) {
+    kwsvd::SvdOptions options = TestFixture::block_rotations();
+    options.block_scratch_bytes = 32768;
+    options.level_widths = std::vector<int>(c.widths);  // GCC 12 -O3 mistakes a copy's memmove
+    std::vector<std::vector<T>> mats;
+    for (int b = 0; b < 3; ++b)
+      mats.push_back(random_matrix<T>(c.m, c.n, 40u + b));
+    const auto full = this->run(mats, c.m, c.n, options);
+    const int k = std::min(c.m, c.n);
+    auto A = kwsvd::test::to_device<T, L>(mats, c.m, c.n);
+    Kokkos::View<T**, L> S("S", 3, k);
+    Kokkos::View<kwsvd::SvdInfo*> info("info", 3);
+    kwsvd::batched_svd(Exec(), A, S, info, options);
+    auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
+    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+    for (int b = 0; b < 3; ++b) {
+      EXPECT_EQ(hi(b).sweeps, full.info[std::size_t(b)].sweeps) << c.m << " x " << c.n;
+      EXPECT_EQ(hi(b).converged, 1);
+      for (int l = 0; l < k; ++l)
+        EXPECT_EQ(hs(b, l), full.s[std::size_t(b)][std::size_t(l)]) << c.m << " x " << c.n;
+    }
+  }
+  // Values only, a matrix that fits level-0 scratch without V is solved
+  // there when the W-cycle would sweep it whole (at most 64 columns), and
+  // through the blocks when wider (float 100 x 70: 28 KB).
+  kwsvd::SvdOptions values;
+  values.job = kwsvd::Job::values;
+  EXPECT_TRUE((kwsvd::BatchedSvd<Exec, T>(Exec(), 2, 60, 60, values).level0()));
+  if (!dbl) {
+    EXPECT_FALSE((kwsvd::BatchedSvd<Exec, T>(Exec(), 2, 100, 70, values).level0()));
+  }
+  values.level0 = false;
+  kwsvd::BatchedSvd<Exec, T> svd(Exec(), 2, 80, 60, values);
+  Kokkos::View<T***, L> A("A", 2, 80, 60), U("U", 2, 80, 60), V("V", 2, 60, 60);
+  Kokkos::View<T**, L> S("S", 2, 60);
+  Kokkos::View<kwsvd::SvdInfo*> info("info", 2);
+  const std::string w = error_of([&] { svd.compute(A, S, U, V, info); });
+  EXPECT_NE(w.find("options.job"), std::string::npos) << w;
+}
+
 TYPED_TEST(Wcycle, RankDeficientZeroColumnsAndBadScaling) {
   using T = typename TestFixture::TestScalar;
   const int m = 70, n = 50;

@@ -51,7 +51,8 @@ class BatchedSvd {
                                        std::to_string(n));
     }
     Impl::require_jacobi_options(fn, options.tolerance, options.max_sweeps);
-    level0_ = options.level0 && small_svd_fits<Scalar, ExecSpace>(int(m), int(n), options.job);
+    level0_ =
+        options.level0 && Impl::solves_at_level0<Scalar, ExecSpace>(int(m), int(n), options.job);
     if (!level0_ && batch > 0 && m > 0 && n > 0)
       solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(
           exec, std::vector<MatrixShape>(std::size_t(batch), MatrixShape{int(m), int(n)}), options,

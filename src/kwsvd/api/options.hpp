@@ -26,6 +26,9 @@ enum class LanesRule {
 
 /// Settings of a batched SVD call (a plain struct: copy it, change a field).
 struct SvdOptions {
+  /// What the calls of a handle compute. Job::values plans without V: the
+  /// W-cycle keeps and rotates no V (a square matrix's sweeps then do half
+  /// the updates), and only those calls without U and V are allowed.
   Job job = Job::values_and_vectors;
   /// Relative orthogonality threshold: columns a_i, a_j are rotated while
   /// |a_i^T a_j| > tolerance * ||a_i|| ||a_j||. 0 selects the default 30 u

@@ -82,7 +82,8 @@ class VariableBatchedSvd {
       const auto& s = shapes[b];
       if (s.rows == 0 || s.cols == 0) {
         empty.push_back(int(b));
-      } else if (options.level0 && small_svd_fits<Scalar, ExecSpace>(s.rows, s.cols, options.job)) {
+      } else if (options.level0 &&
+                 Impl::solves_at_level0<Scalar, ExecSpace>(s.rows, s.cols, options.job)) {
         level0.push_back(int(b));
         level0_shapes.push_back(s);
       } else {

@@ -18,8 +18,9 @@ namespace kwsvd::Impl {
 /// column-major, leading dimension ldw; M x N = m x n, or n x m transposed
 /// when `transpose`), scaled by 2^k so that max|w| lies in [1/2, 1): the Gram
 /// of any block pair then neither overflows nor loses normal range. Sets V =
-/// I (N x N, leading dimension ldv). Returns false (W untouched beyond the
-/// copy) when A holds NaN or Inf. Collective over the team.
+/// I (N x N, leading dimension ldv; null: no vectors). Returns false (W
+/// untouched beyond the copy) when A holds NaN or Inf. Collective over the
+/// team.
 template <class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION bool wcycle_load_team(const Member& member,
                                              const StridedMatrix<const Scalar>& A, bool transpose,
@@ -30,10 +31,12 @@ KOKKOS_INLINE_FUNCTION bool wcycle_load_team(const Member& member,
   const Scalar amax = copy_with_max_magnitude(
       member, M, N, [&](const int r, const int c) { return transpose ? A(c, r) : A(r, c); }, W,
       ldw);
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N),
-                         [&](const int r) { V[r + ldv * c] = r == c ? Scalar(1) : Scalar(0); });
-  });
+  if (V != nullptr) {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N),
+                           [&](const int r) { V[r + ldv * c] = r == c ? Scalar(1) : Scalar(0); });
+    });
+  }
   if (!(amax < scalar_limits<Scalar>::infinity()))
     return false;
   const Scalar scale = power_of_two_scale(amax);

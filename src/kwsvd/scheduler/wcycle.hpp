@@ -23,7 +23,8 @@
 // The plan flattens this recursion into launch steps, ordered depth first
 // (step s of level h, then the level-(h+1) steps of its third-group pairs):
 // all work of one group of one step of one level, over all matrices, is one
-// launch, and V's blocks are updated with J in the same update launch as A's.
+// launch, and V's blocks are updated with J in the same update launch as A's
+// (a solver planned for values only, SvdOptions::job, has no V at all).
 // A matrix converges when a whole sweep rotates none of its pairs (the EVD's
 // relative test is the one-sided criterion on the columns), or only by
 // rotations so small that the next sweep would rotate nothing by more than
@@ -246,7 +247,9 @@ class WcycleLevelSolver {
   /// public entry point in error messages (bad level_widths, instances).
   WcycleLevelSolver(const ExecSpace& exec, const std::vector<MatrixShape>& shapes,
                     const SvdOptions& options, const char* fn = "kwsvd::batched_svd")
-      : batch_(int(shapes.size())), options_(options) {
+      : batch_(int(shapes.size())),
+        vectors_(options.job == Job::values_and_vectors),
+        options_(options) {
     if (options.instances < 0 || options.instances > 2) {
       throw_invalid_argument(
           fn, "options.instances",
@@ -285,7 +288,7 @@ class WcycleLevelSolver {
     }
     plan_levels(blocked_work.empty() ? work : blocked_work, fn);
     W_ = Vec<Scalar>("kwsvd::W", std::max<std::size_t>(w_size, 1));
-    V_ = Vec<Scalar>("kwsvd::V", std::max<std::size_t>(v_size, 1));
+    V_ = Vec<Scalar>("kwsvd::V", vectors_ ? std::max<std::size_t>(v_size, 1) : 1);
     geometry_ = copy_to_device<memory_space>(geometry, "kwsvd::geometry");
     scale_ = Vec<Scalar>("kwsvd::scale", batch_);
     state_ = Vec<int>("kwsvd::state", 4 * std::size_t(batch_));
@@ -314,11 +317,17 @@ class WcycleLevelSolver {
   const WcyclePlanSummary& summary() const { return summary_; }
 
   /// The SVD of every matrix b, read from and written to slots(b) (an
-  /// accessor: UniformSlots or IndexedSlots); `vectors`: U and V too.
+  /// accessor: UniformSlots or IndexedSlots); `vectors`: U and V too, which
+  /// a solver planned for values only (SvdOptions::job) cannot give.
   template <class Slots>
   void run(const ExecSpace& exec, const Slots& slots, bool vectors) {
+    if (vectors && !vectors_) {
+      throw_invalid_argument("kwsvd::batched_svd", "options.job",
+                             "was Job::values when the solver was planned; U and V need "
+                             "Job::values_and_vectors");
+    }
     Scalar* W = W_.data();
-    Scalar* Vw = V_.data();
+    Scalar* Vw = vectors_ ? V_.data() : nullptr;
     const WorkGeometry* geometry = geometry_.data();
     Scalar* scale = scale_.data();
     int* mask = state_.data();  // 1: done (converged or non-finite); 2: swept whole, not converged
@@ -336,9 +345,9 @@ class WcycleLevelSolver {
           const int b = member.league_rank();
           const WorkGeometry g = geometry[b];
           Scalar s = 1;
-          const bool finite =
-              wcycle_load_team(member, slots(b).a, g.transpose != 0, W + g.w_offset,
-                               std::size_t(g.rows), Vw + g.v_offset, std::size_t(g.cols), s);
+          const bool finite = wcycle_load_team(
+              member, slots(b).a, g.transpose != 0, W + g.w_offset, std::size_t(g.rows),
+              Vw != nullptr ? Vw + g.v_offset : nullptr, std::size_t(g.cols), s);
           Kokkos::single(Kokkos::PerTeam(member), [&]() {
             scale[b] = s;
             nonfinite[b] = finite ? 0 : 1;
@@ -428,10 +437,10 @@ class WcycleLevelSolver {
           const WorkGeometry g = geometry[b];
           const MatrixSlot<Scalar> slot = slots(b);
           ScratchVector norms(member.team_scratch(0), g.cols);
-          wcycle_finish_team(member, W + g.w_offset, std::size_t(g.rows), Vw + g.v_offset,
-                             std::size_t(g.cols), g.rows, g.cols, scale[b], g.transpose != 0,
-                             nonfinite[b] != 0, norms.data(), slot.s, slot.s_stride, slot.u, slot.v,
-                             vectors);
+          wcycle_finish_team(member, W + g.w_offset, std::size_t(g.rows),
+                             Vw != nullptr ? Vw + g.v_offset : nullptr, std::size_t(g.cols), g.rows,
+                             g.cols, scale[b], g.transpose != 0, nonfinite[b] != 0, norms.data(),
+                             slot.s, slot.s_stride, slot.u, slot.v, vectors);
           Kokkos::single(Kokkos::PerTeam(member), [&]() {
             slot.info->sweeps = sweeps[b];
             slot.info->nonfinite_input = nonfinite[b];
@@ -568,7 +577,9 @@ class WcycleLevelSolver {
         if (svd || evd || h + 1 == int(widths_.size())) {
           StepTasks& s = steps[path];
           (svd ? s.svd : s.evd).push_back(pair_task(W_.data() + g.w_offset, g.rows, bi, bj, b));
-          (svd ? s.v_svd : s.v_evd).push_back(pair_task(V_.data() + g.v_offset, g.cols, bi, bj, b));
+          if (vectors_)
+            (svd ? s.v_svd : s.v_evd)
+                .push_back(pair_task(V_.data() + g.v_offset, g.cols, bi, bj, b));
         } else {
           std::vector<ColumnBlock> sub;
           split_block(bi, widths_[std::size_t(h) + 1], sub);
@@ -623,12 +634,16 @@ class WcycleLevelSolver {
       std::vector<Task> update;
       std::vector<int> gram_rows, update_rows;
       for (int k = 0; k < step.svd_pairs; ++k) {
-        lists.svd[std::size_t(k)].pair = lists.v_svd[std::size_t(k)].pair = k;
+        lists.svd[std::size_t(k)].pair = k;
+        if (vectors_)
+          lists.v_svd[std::size_t(k)].pair = k;
         step.svd_rows = std::max(step.svd_rows, lists.svd[std::size_t(k)].rows);
       }
       for (int k = 0; k < step.evd_pairs; ++k) {
         const Task& t = lists.evd[std::size_t(k)];
-        lists.evd[std::size_t(k)].pair = lists.v_evd[std::size_t(k)].pair = step.svd_pairs + k;
+        lists.evd[std::size_t(k)].pair = step.svd_pairs + k;
+        if (vectors_)
+          lists.v_evd[std::size_t(k)].pair = step.svd_pairs + k;
         gram_rows.push_back(t.rows);
         const int cols = geometry[std::size_t(t.matrix)].cols;
         step.evd_min_cols = k == 0 ? cols : std::min(step.evd_min_cols, cols);
@@ -734,6 +749,10 @@ class WcycleLevelSolver {
   };
 
   int batch_ = 0, max_cols_ = 0;
+  // Planned with vectors (SvdOptions::job): V's blocks are rotated with A's.
+  // Without, V is neither allocated nor updated: the updates of a square
+  // matrix's sweeps halve.
+  bool vectors_ = true;
   SvdOptions options_;
   std::vector<int> widths_;
   std::vector<TailoringPlan> plans_;
