@@ -41,8 +41,20 @@ inline int gram_evd_team_threads(int n, long batch, int scalar_bytes, bool j_in_
 /// and -3.3%, every other point within 1%. (Before those two changes the
 /// same trial lost 1.2% at 256^2.) The standalone EVD, run to convergence on
 /// batches of 1000 and more, stays on 256.
+///
+/// n' = 32 (w = 16, the small batches' blocks) and float n' = 48 take 256
+/// threads instead of the standalone EVD's 128: a step of a batch too small
+/// to fill the device waits on its slowest EVD, and twice the threads
+/// shorten each inner step's block update and J rotation. H200, best of two
+/// alternating runs (perf_tests/notes/wcycle.md): Fig. 8(b) 128^2 / 256^2 /
+/// 512^2 x 10 -6.8 / -5.9 / -2.6% double, -7.4 / -6.6 / -4.8% float;
+/// float w = 24: 1024^2 x 10 -8.8%, 128^2 x 100 -7.7%, Table IV 100^2
+/// -5.1%, Table VI's group 128 -5.1%. Double n' = 48 stays on 192 (at 256:
+/// +2 to +9%, Table IV 128^2 9.81 -> 10.70 ms).
 inline int wcycle_gram_evd_team_threads(int n, int scalar_bytes) {
-  return scalar_bytes >= 8 && n > 32 && n <= 48 ? 192 : 0;
+  if (n <= 16 || n > 48)
+    return 0;
+  return scalar_bytes >= 8 && n > 32 ? 192 : 256;
 }
 
 /// Teams per SM that the register cap of the J-in-registers kernel aims at
