@@ -240,8 +240,8 @@ void record_accuracy(benchmark::State& state, const ContiguousBatch<T>& data) {
   state.counters["orthV"] = orth_v;
 }
 
-/// A values-only call's check, counter values_gap: max over the first matrices of |sum sigma^2
-/// - ||A||_F^2| / ||A||_F^2 (computed on the host in double).
+/// Counter values_gap of a values-only call: max |sum sigma^2 - ||A||_F^2| /
+/// ||A||_F^2 over the first four matrices, computed on the host in double.
 template <class T>
 void record_values_gap(benchmark::State& state, const ContiguousBatch<T>& data) {
   double gap = 0;

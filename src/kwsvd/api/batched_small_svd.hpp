@@ -39,8 +39,7 @@ namespace Impl {
 /// where it fits without and the W-cycle would sweep it whole anyway
 /// (tuning/whole_matrix_sweeps.hpp). Wider matrices that fit only without V
 /// run faster through the W-cycle's blocks (H200, values only: float 100^2
-/// x 200 6.16 ms in the level-0 kernel against 5.08 ms through the blocks
-/// with vectors).
+/// x 200 6.16 ms in the level-0 kernel against 4.56 ms through the blocks).
 template <class Scalar, class ExecSpace>
 bool solves_at_level0(int m, int n, Job job) {
   return small_svd_fits<Scalar, ExecSpace>(m, n, Job::values_and_vectors) ||
