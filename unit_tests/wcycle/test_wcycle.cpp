@@ -457,6 +457,42 @@ TEST(WcyclePlan, BlockOrderingTakesEveryPairOnce) {
   EXPECT_EQ(ten.back(), (kwsvd::Impl::BlockPairStep{{2, 7}, {0, 1}, {3, 4}, {5, 6}, {8, 9}}));
 }
 
+// A level's width is narrowed as far as no matrix gets more blocks, so that
+// no pair pays the full width for a narrow last block; the engine's choice
+// reaches the plan (planned for 32 KB of scratch, as on the host backends).
+TEST(WcyclePlan, LevelWidthLeavesNoNarrowLastBlock) {
+  using kwsvd::MatrixShape;
+  using kwsvd::Impl::balanced_wcycle_width;
+  using kwsvd::Impl::wcycle_block_count;
+  EXPECT_EQ(balanced_wcycle_width(24, {{100, 100}}), 20);  // 5 blocks of 20, not 4 x 24 + 4
+  EXPECT_EQ(balanced_wcycle_width(24, {{128, 128}}), 22);  // 6 blocks: 5 x 22 + 18
+  EXPECT_EQ(balanced_wcycle_width(24, {{256, 256}}), 24);  // 11 blocks: 22 would make 12
+  EXPECT_EQ(balanced_wcycle_width(16, {{512, 512}}), 16);
+  // A mixed batch: 60 columns keep 3 blocks at 20 (20 x 3) as at 24
+  // (24, 24, 12); 48 columns are 2 blocks at 24 but 3 at 22.
+  EXPECT_EQ(balanced_wcycle_width(24, {{100, 100}, {90, 60}}), 20);
+  EXPECT_EQ(balanced_wcycle_width(24, {{100, 100}, {90, 48}}), 24);
+  EXPECT_EQ(balanced_wcycle_width(24, {{5, 1}, {0, 0}}), 24);  // nothing to split
+  for (const int w : {8, 16, 24, 32, 48})
+    for (int N = 2; N <= 400; ++N) {
+      const int v = balanced_wcycle_width(w, {{N, N}});
+      EXPECT_TRUE(v % 2 == 0 && 2 <= v && v <= w) << w << ", " << N << ": " << v;
+      EXPECT_EQ(wcycle_block_count(v, N), wcycle_block_count(w, N)) << w << ", " << N;
+      if (v > 2) {
+        EXPECT_NE(wcycle_block_count(v - 2, N), wcycle_block_count(w, N)) << w << ", " << N;
+      }
+    }
+  using T = float;  // w = 24 at 32 KB (double: 16)
+  kwsvd::SvdOptions options;
+  options.level0 = false;
+  options.block_scratch_bytes = 32768;
+  for (auto [n, w] : {std::pair{100, 20}, std::pair{128, 22}, std::pair{256, 24}}) {
+    kwsvd::BatchedSvd<Exec, T> svd(Exec(), 2, n, n, options);
+    EXPECT_EQ(svd.block_width(), w) << n;
+    EXPECT_EQ(svd.plan_summary().widths, std::vector<int>{w}) << n;
+  }
+}
+
 // Where the recursion meets no odd half above 3 (counts 2^k and 3 x 2^k,
 // the Gram EVDs' 2w among them), the host's block ordering is the device's
 // pair ordering, step for step and pair for pair.

@@ -99,12 +99,59 @@ int widest_evd_block(std::size_t limit = std::size_t(team_scratch_bytes_max<Exec
   return 0;
 }
 
+/// The block width of one working matrix with N columns at a level of width
+/// w: w, or half its columns when that is narrower, so that every matrix of
+/// two or more columns has at least two blocks to rotate. The pair's Gram is
+/// still 2w x 2w, its missing columns zero (BlockPairTask).
+inline int wcycle_block_width(int w, int N) {
+  return std::max(1, std::min(w, (N + 1) / 2));
+}
+
+/// Blocks of a working matrix with N columns at a level of width w.
+inline int wcycle_block_count(int w, int N) {
+  const int wb = wcycle_block_width(w, N);
+  return (N + wb - 1) / wb;
+}
+
+/// The narrowest even width w' <= w that cuts every matrix of `shapes` into
+/// as many blocks as w does. Every pair's Gram, EVD and update are 2w x 2w
+/// whatever its blocks' widths (missing columns are zero), so a narrow last
+/// block costs its pairs as much as full ones: 100 columns at w = 24 make
+/// blocks of 24, 24, 24, 24 and 4, at w = 20 five blocks of 20, the same
+/// pairs and steps, each pair on 40 x 40 instead of 48 x 48. H200, double,
+/// the engine's w = 24 against the level width forced to 20 or 22: Table IV
+/// (200 matrices) 100^2 7.52 -> 6.20 ms (w = 20), 128^2 9.79 -> 9.40 (22),
+/// Fig. 8(b) 128^2 x 100 7.34 -> 6.97 (22), same sweeps. A narrower width
+/// that adds blocks is slower (256^2: 42.3 ms at 24 with 11 blocks, 48.6 at
+/// 22 with 12, 46.2 at 20 with 13), hence the rule of equal counts.
+inline int balanced_wcycle_width(int w, const std::vector<MatrixShape>& shapes) {
+  std::vector<int> cols;
+  for (const auto& s : shapes)
+    if (s.cols >= 2)
+      cols.push_back(s.cols);
+  std::sort(cols.begin(), cols.end());
+  cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
+  if (cols.empty())
+    return w;
+  auto same_blocks = [&](const int v) {
+    for (const int N : cols)
+      if (wcycle_block_count(v, N) != wcycle_block_count(w, N))
+        return false;
+    return true;
+  };
+  int best = w;
+  for (int v = w - 2; v >= 2 && same_blocks(v); v -= 2)
+    best = v;
+  return best;
+}
+
 /// The block width and tailoring plan of a level whose working matrices
 /// (M >= N each) have these shapes: the engine's choice among widths whose
 /// Gram EVD fits `limit` bytes of scratch, never wider than half the columns
-/// of the widest matrix (rounded up to even, at least 2); or, when `width` >
-/// 0, the engine's choice among the plans of that width. Narrower matrices
-/// use narrower blocks (wcycle_block_width).
+/// of the widest matrix (rounded up to even, at least 2), then narrowed as
+/// far as no matrix gets more blocks (balanced_wcycle_width); or, when
+/// `width` > 0, the engine's choice among the plans of that width. Narrower
+/// matrices use narrower blocks (wcycle_block_width).
 template <class ExecSpace, class Scalar>
 TailoringPlan plan_wcycle_level(
     const std::vector<MatrixShape>& shapes,
@@ -124,16 +171,11 @@ TailoringPlan plan_wcycle_level(
     return width > 0 ? TailoringPlan{width, std::max(8, max_rows), 256}
                      : TailoringPlan{std::min(half, std::max(w_max, 2)), max_rows, 256};
   }
-  return choose_wcycle_plan(candidates, shapes,
-                            active_tuning_parameters(runs_off_host<ExecSpace>()).tlp_threshold);
-}
-
-/// The block width of one working matrix with N columns at a level of width
-/// w: w, or half its columns when that is narrower, so that every matrix of
-/// two or more columns has at least two blocks to rotate. The pair's Gram is
-/// still 2w x 2w, its missing columns zero (BlockPairTask).
-inline int wcycle_block_width(int w, int N) {
-  return std::max(1, std::min(w, (N + 1) / 2));
+  TailoringPlan plan = choose_wcycle_plan(
+      candidates, shapes, active_tuning_parameters(runs_off_host<ExecSpace>()).tlp_threshold);
+  if (width == 0)
+    plan.w = balanced_wcycle_width(plan.w, shapes);
+  return plan;
 }
 
 /// Where one working matrix lives in the solver's buffers.
