@@ -482,14 +482,18 @@ TEST(WcyclePlan, LevelWidthLeavesNoNarrowLastBlock) {
         EXPECT_NE(wcycle_block_count(v - 2, N), wcycle_block_count(w, N)) << w << ", " << N;
       }
     }
-  using T = float;  // w = 24 at 32 KB (double: 16)
+  // 200 matrices: enough parallelism for the GPU engine's threshold to
+  // take the widest plan at 32 KB, w = 24 in float (double: 16), as the
+  // host's does; a small GPU batch falls back to w = 16.
+  using T = float;
   kwsvd::SvdOptions options;
   options.level0 = false;
   options.block_scratch_bytes = 32768;
   for (auto [n, w] : {std::pair{100, 20}, std::pair{128, 22}, std::pair{256, 24}}) {
-    kwsvd::BatchedSvd<Exec, T> svd(Exec(), 2, n, n, options);
+    kwsvd::BatchedSvd<Exec, T> svd(Exec(), 200, n, n, options);
     EXPECT_EQ(svd.block_width(), w) << n;
     EXPECT_EQ(svd.plan_summary().widths, std::vector<int>{w}) << n;
+    EXPECT_EQ(balanced_wcycle_width(svd.block_width(), {{n, n}}), svd.block_width()) << n;
   }
 }
 
