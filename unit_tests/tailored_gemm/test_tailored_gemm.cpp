@@ -371,6 +371,20 @@ TEST(TailoredGemmPlan, CandidatesFollowTableTwoAndTheEnginePicksByThreshold) {
   const std::vector<kwsvd::TailoringPlan> narrow(c.end() - 2, c.end());
   EXPECT_EQ(kwsvd::choose_wcycle_plan(narrow, shapes, 1e18).delta, 32);
   EXPECT_EQ(kwsvd::choose_wcycle_plan(narrow, shapes, 1e18).w, 8);
+  // A batch of few blocks takes the widest plan once its TLP is near the
+  // threshold (the H200's float: 100 matrices of 128^2, 4 blocks of 32,
+  // TLP 51,200 against 92,682), not with many blocks (10 of 1024^2: 32
+  // blocks of 32, the engine's w = 24 with plates of 512 rows).
+  const auto c128 = kwsvd::tailoring_candidates(128, 32);
+  const std::vector<kwsvd::MatrixShape> hundred(100, {128, 128});
+  EXPECT_EQ(kwsvd::choose_tailoring_plan(c128, hundred, 92682).w, 24);
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, hundred, 92682).w, 32);
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, hundred, 92682).delta, 128);
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, hundred, 200000).w, 16);  // TLP too far below
+  const std::vector<kwsvd::MatrixShape> ten(10, {1024, 1024});
+  const auto c1024 = kwsvd::tailoring_candidates(1024, 32);
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(c1024, ten, 92682).w, 24);
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(c1024, ten, 92682).delta, 512);
   EXPECT_EQ(kwsvd::tailoring_candidates(256, 24).front().w, 24);
   EXPECT_EQ(kwsvd::tailoring_candidates(256, 32).front().w, 32);
   EXPECT_TRUE(kwsvd::tailoring_candidates(256, 4).empty());

@@ -64,8 +64,29 @@ TailoringPlan choose_tailoring_plan(const std::vector<TailoringPlan>& candidates
 /// the threshold (choose_wcycle_plan).
 constexpr int wcycle_fallback_min_w = 16;
 
-/// The W-cycle's engine: choose_tailoring_plan, except when no candidate
-/// reaches the threshold. Such a batch cannot fill the device whatever the
+/// Where the engine's plan reaches the threshold, the W-cycle still takes the
+/// widest candidate when it cuts the widest matrix into at most this many
+/// blocks and its own TLP is at least wcycle_widest_tlp_share of the
+/// threshold (choose_wcycle_plan).
+constexpr int wcycle_widest_max_blocks = 8;
+constexpr double wcycle_widest_tlp_share = 0.4;
+
+/// The W-cycle's engine: choose_tailoring_plan, with two exceptions.
+///
+/// Few blocks: the engine weighs the GEMMs' parallelism only, but a sweep of
+/// few blocks is a few steps of few pairs, where halving the pairs (w = 32
+/// against 24 in float: 6 pairs of 128 columns instead of 15, each about
+/// twice the work) wins although the wider plan's TLP misses the threshold.
+/// H200, float, the engine's plan against the widest forced (best of two):
+/// Fig. 8(b) 128^2 x 100 4.50 ms (w = 22 after balancing) against 3.38 (w =
+/// 32, TLP 51,200), Table VI's group up to 128 6.26 (24) against 4.92 (32,
+/// TLP about 45,000), Table IV 100^2 x 200 4.18 (20) against 3.78 (32
+/// balanced to 26, TLP 80,000); not with many blocks: Fig. 8(b) 1024^2 x 10
+/// 90.9 (24) against 95.1 (32 blocks of 32, TLP 40,960). So the widest
+/// candidate is taken where it makes at most wcycle_widest_max_blocks blocks
+/// of the widest matrix and reaches wcycle_widest_tlp_share of the threshold.
+///
+/// No plan reaches the threshold: such a batch cannot fill the device whatever the
 /// plan, and a W-cycle step then costs about its chain of launches, whatever
 /// its work: w = 8 doubles the steps of w = 16 and saves nothing. So the
 /// most parallel plan of width at least wcycle_fallback_min_w is taken (the
