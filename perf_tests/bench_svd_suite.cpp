@@ -15,11 +15,11 @@
 //   perf_svd_suite --suite=<smoke|paper|seed002|full> [--pair-svd=0|1]
 //                  [--level-widths=w1,w2,...] [--instances=0|1|2]
 //                  [--lanes-per-pair=0|1|2|4|8|16|32] [--job=vectors|values]
-//                  [benchmark flags]
+//                  [--level0=0|1] [benchmark flags]
 //
-// --pair-svd, --level-widths, --instances and --lanes-per-pair set kwsvd's
-// SvdOptions (default: pair SVD off, level widths, instances and lanes from
-// the tuning engine), to
+// --pair-svd, --level-widths, --instances, --lanes-per-pair and --level0 set
+// kwsvd's SvdOptions (default: pair SVD off, level widths, instances and
+// lanes from the tuning engine, level-0 and whole-matrix sweeps on), to
 // compare W-cycle plans; kwsvd entries record the plan's levels, pairs per
 // sweep by group and instances. --job=values times kwsvd's values-only
 // calls (the baselines still compute vectors); their entries record
@@ -196,7 +196,7 @@ void finish(benchmark::State& state, const ContiguousBatch<T>& data, bool vector
 }
 
 // SvdOptions of every kwsvd entry (--pair-svd=, --level-widths=, --instances=,
-// --lanes-per-pair=, --job=).
+// --lanes-per-pair=, --job=, --level0=).
 kwsvd::SvdOptions suite_options;
 
 void record_plan(benchmark::State& state, const kwsvd::WcyclePlanSummary& summary) {
@@ -437,6 +437,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     if (std::strncmp(argv[i], "--suite=", 8) == 0) {
       suite = argv[i] + 8;
+    } else if (std::strncmp(argv[i], "--level0=", 9) == 0) {
+      suite_options.level0 = std::atoi(argv[i] + 9) != 0;
     } else if (std::strncmp(argv[i], "--pair-svd=", 11) == 0) {
       suite_options.pair_svd = std::atoi(argv[i] + 11) != 0;
     } else if (std::strncmp(argv[i], "--instances=", 12) == 0) {
