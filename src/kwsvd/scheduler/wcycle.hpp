@@ -359,15 +359,11 @@ class WcycleLevelSolver {
   const WcyclePlanSummary& summary() const { return summary_; }
 
   /// The SVD of every matrix b, read from and written to slots(b) (an
-  /// accessor: UniformSlots or IndexedSlots); `vectors`: U and V too, which
-  /// a solver planned for values only (SvdOptions::job) cannot give.
+  /// accessor: UniformSlots or IndexedSlots); `vectors`: U and V too, only
+  /// for a solver planned with them (SvdOptions::job), which the public
+  /// entry points check before they call this.
   template <class Slots>
   void run(const ExecSpace& exec, const Slots& slots, bool vectors) {
-    if (vectors && !vectors_) {
-      throw_invalid_argument("kwsvd::batched_svd", "options.job",
-                             "was Job::values when the solver was planned; U and V need "
-                             "Job::values_and_vectors");
-    }
     Scalar* W = W_.data();
     Scalar* Vw = vectors_ ? V_.data() : nullptr;
     const WorkGeometry* geometry = geometry_.data();

@@ -92,14 +92,13 @@ TailoringPlan choose_wcycle_plan(const std::vector<TailoringPlan>& candidates,
   const TailoringPlan engine = choose_tailoring_plan(candidates, shapes, tlp_threshold);
   if (tailoring_tlp(engine, shapes) >= tlp_threshold) {
     const TailoringPlan& widest = candidates.front();
+    if (widest.w <= engine.w ||
+        tailoring_tlp(widest, shapes) < wcycle_widest_tlp_share * tlp_threshold)
+      return engine;
     int max_cols = 0;
     for (const auto& s : shapes)
       max_cols = std::max(max_cols, s.cols);
-    const bool few_blocks = (max_cols + widest.w - 1) / widest.w <= wcycle_widest_max_blocks;
-    if (widest.w > engine.w && few_blocks &&
-        tailoring_tlp(widest, shapes) >= wcycle_widest_tlp_share * tlp_threshold)
-      return widest;
-    return engine;
+    return (max_cols + widest.w - 1) / widest.w <= wcycle_widest_max_blocks ? widest : engine;
   }
   for (auto p = candidates.rbegin(); p != candidates.rend(); ++p)
     if (p->w >= wcycle_fallback_min_w)

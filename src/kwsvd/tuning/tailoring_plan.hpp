@@ -86,15 +86,16 @@ constexpr double wcycle_widest_tlp_share = 0.4;
 /// candidate is taken where it makes at most wcycle_widest_max_blocks blocks
 /// of the widest matrix and reaches wcycle_widest_tlp_share of the threshold.
 ///
-/// No plan reaches the threshold: such a batch cannot fill the device whatever the
-/// plan, and a W-cycle step then costs about its chain of launches, whatever
-/// its work: w = 8 doubles the steps of w = 16 and saves nothing. So the
-/// most parallel plan of width at least wcycle_fallback_min_w is taken (the
-/// last candidate when there is none). H200, Fig. 8(b) at batch 10, 128^2:
-/// w = 8 (the paper's fallback) 4.94 ms double / 3.92 float, w = 16 3.93 /
-/// 2.88, w = 24 4.87 / 3.73, w = 32 6.91 / 2.70 (double's 2w = 64 EVD keeps J
-/// in registers, slower per pair); 256^2 and 512^2 at batch 10 already
-/// reached w = 16 (perf_tests/notes/wcycle.md).
+/// No plan reaches the threshold: such a batch cannot fill the device
+/// whatever the plan, and a W-cycle step then costs about its chain of
+/// launches, whatever its work: w = 8 doubles the steps of w = 16 and saves
+/// nothing. So the most parallel plan of width at least
+/// wcycle_fallback_min_w is taken (the last candidate when there is none).
+/// H200, Fig. 8(b) at batch 10, 128^2: w = 8 (the paper's fallback) 4.94 ms
+/// double / 3.92 float, w = 16 3.93 / 2.88, w = 24 4.87 / 3.73, w = 32 6.91
+/// / 2.70 (double's 2w = 64 EVD keeps J in registers, slower per pair);
+/// 256^2 and 512^2 at batch 10 already reached w = 16
+/// (perf_tests/notes/wcycle.md).
 TailoringPlan choose_wcycle_plan(const std::vector<TailoringPlan>& candidates,
                                  const std::vector<MatrixShape>& shapes, double tlp_threshold);
 
