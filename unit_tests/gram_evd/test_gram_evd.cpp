@@ -163,6 +163,32 @@ TYPED_TEST(GramEvd, RandomSymmetricMatchesLapack) {
   }
 }
 
+// J's columns come out of unit norm to rounding (unit_norm_correction): the
+// rotations' drift is corrected in the last rounding, so | ||q||^2 - 1 | is at
+// most the entries' own rounding (u) plus the measured excess's (u/2). In
+// registers and in scratch.
+TYPED_TEST(GramEvd, EigenvectorColumnsHaveUnitNorm) {
+  using T = typename TestFixture::TestScalar;
+  const long double u = std::numeric_limits<T>::epsilon() / 2;
+  for (int n : {16, 32, 47, 48, 64}) {
+    if (!kwsvd::gram_evd_fits<T>(n))
+      continue;
+    std::vector<std::vector<T>> mats;
+    for (int b = 0; b < 3; ++b)
+      mats.push_back(random_symmetric<T>(n, 300 + 7 * b + n));
+    const auto r = this->run(mats, n);
+    for (int b = 0; b < 3; ++b)
+      for (int c = 0; c < n; ++c) {
+        long double norm2 = 0;
+        for (int i = 0; i < n; ++i) {
+          const long double x = r.J[b][i + std::size_t(n) * c];
+          norm2 += x * x;
+        }
+        EXPECT_LE(std::fabs(norm2 - 1), 2 * u) << "n " << n << " matrix " << b << " column " << c;
+      }
+  }
+}
+
 TYPED_TEST(GramEvd, GramOfIllConditionedMatrix) {
   using T = typename TestFixture::TestScalar;
   // B = A^T A with kappa(A) = 1e5 (double) / 1e2 (float): kappa(B) = kappa(A)^2.

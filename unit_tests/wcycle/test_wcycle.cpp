@@ -157,6 +157,35 @@ TYPED_TEST(Wcycle, PairSvdAndGramEvdGroupsMeetSeed002Thresholds) {
   }
 }
 
+// Graded spectra take many sweeps (geo, kappa = 1e10: 17 at 160^2 in double,
+// 24 at 80^2 through pair SVDs), and each step rotates A's and V's blocks by
+// the pair's J, a product of rotations whose columns drift in norm where the
+// backend's arithmetic lets them (unit_norm_correction). Uncorrected, A's and
+// V's columns inherited the drift step after step: on the host, in double,
+// this case ended with e1 = 5.7 u, e4 = 2.8 u (Gram EVD) and e1 = 7.2 u, e4 =
+// 3.7 u (pair SVD).
+TYPED_TEST(Wcycle, GradedSpectrumKeepsResidualAndValuesAtRoundingLevel) {
+  using T = typename TestFixture::TestScalar;
+  const double kappa = sizeof(T) == 8 ? 1e10 : 1e5;
+  const double u = TestFixture::unit_roundoff();
+  for (const bool pair_svd : {true, false}) {
+    const int m = pair_svd ? 80 : 160, n = pair_svd ? 80 : 160;
+    kwsvd::SvdOptions options = TestFixture::block_rotations();
+    options.block_scratch_bytes = 32768;
+    options.level_widths.push_back(sizeof(T) == 8 ? 16 : 24);
+    options.pair_svd = pair_svd;
+    const auto mats = kwsvd::test::spectrum_batch<T>("geo", m, n, kappa, 2);
+    const auto r = this->run(mats, m, n, options);
+    const std::string what = pair_svd ? "geo pair svd" : "geo gram evd";
+    this->expect_accurate(mats, m, n, r, what);
+    for (std::size_t b = 0; b < mats.size(); ++b) {
+      const auto e = kwsvd::test::svd_errors(mats[b], m, n, r.s[b], r.u[b], r.v[b]);
+      EXPECT_LT(e.e1, 2 * u) << what << " matrix " << b;
+      EXPECT_LT(e.e4, 1 * u) << what << " matrix " << b;
+    }
+  }
+}
+
 // Values only (SvdOptions::job = Job::values): the W-cycle neither keeps nor
 // rotates V, and A's rotations are the same, so the singular values and the
 // sweeps are those of the call with vectors, to the bit (planned for 32 KB,

@@ -70,6 +70,60 @@ KOKKOS_INLINE_FUNCTION Scalar rotation_cosine(Scalar t) {
     return y + Scalar(0.5) * y * (Scalar(1) - x * y * y);
 }
 
+/// sum + p with the rounding error of the addition carried in `lost`
+/// (Knuth's TwoSum: sum + lost is exact up to the lost term's own rounding).
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION void two_sum_add(Scalar& sum, Scalar& lost, const Scalar p) {
+  const Scalar t = sum + p;
+  const Scalar z = t - sum;
+  lost += (sum - (t - z)) + (p - z);
+  sum = t;
+}
+
+/// ||q||^2 - 1 for the column q(0), ..., q(rows - 1) of an accumulated
+/// product of rotations, summed by the calling thread alone in row order (so
+/// the result does not depend on the team's shape), with the sum's rounding
+/// errors carried along (two_sum_add; the products' own errors, at most u/2
+/// of ||q||^2 together, are the error left): a plain sum's rounding (up to a
+/// few u) would be as large as the drift it is meant to measure.
+template <class Scalar, class Entry>
+KOKKOS_INLINE_FUNCTION Scalar norm2_excess(int rows, const Entry& q) {
+  Scalar sum = 0, lost = 0;
+  for (int r = 0; r < rows; ++r) {
+    const Scalar x = q(r);
+    two_sum_add(sum, lost, x * x);
+  }
+  return (sum - Scalar(1)) + lost;
+}
+
+/// f such that q + f q has unit norm, from e = ||q||^2 - 1 (norm2_excess):
+/// f = (1 + e)^(-1/2) - 1 = -e/2 + 3e^2/8 - ... for the small e of a product
+/// of rotations; 0 for an empty column.
+///
+/// Why: such a product drifts in norm. A rotation with t^2 below the
+/// spacing of floating-point numbers at 1 gets c = 1 exactly and s = t, so it
+/// lengthens both its columns by sqrt(1 + t^2), and a block pair's Gram EVD
+/// rotates each block's own, already orthogonal, columns by such angles at
+/// every W-cycle step; each step multiplies A's and V's blocks by J. Where
+/// the backend's arithmetic leaves that drift (the host's double: the EVDs'
+/// J at ||q||^2 - 1 of +1 u to +9 u on average in the middle sweeps of seed
+/// 002's geo spectrum; float on the H200), A's and V's columns inherit it
+/// step after step: host, geo, kappa = 1e10, double, 256^2: V's columns up
+/// to 1.7e3 u from unit norm, e1 5.4 u, e3 13.7 u, e4 2.6 u; 1024^2: e3
+/// 36.9 u, past seed 002's 30 u. The correction is applied as q + f q, not as
+/// q / ||q||: a computed 1 / ||q|| lies on the grid of numbers near 1 (steps
+/// of u and 2 u), which on the H200's double, whose J barely drifts, added
+/// more error than it removed (perf_tests/notes/wcycle.md, "J's columns to
+/// unit norm").
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION Scalar unit_norm_correction(Scalar e) {
+  if (!(e > Scalar(-1)))
+    return Scalar(0);
+  if (kmath::fabs(e) < Scalar(1) / Scalar(64))
+    return e * (Scalar(3) / Scalar(8) * e - Scalar(1) / Scalar(2));
+  return Scalar(1) / kmath::sqrt(Scalar(1) + e) - Scalar(1);
+}
+
 /// |x|, or +Inf for NaN and Inf: the largest magnitude of a matrix scanned
 /// with it is finite exactly when every entry is (one pass finds both).
 template <class Scalar>
