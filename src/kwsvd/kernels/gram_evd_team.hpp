@@ -243,50 +243,6 @@ KOKKOS_INLINE_FUNCTION void upper_block(int w, float inv_w1, int e, int& P, int&
 /// Chosen by gram_evd_stop from H200 measurements.
 enum class GramEvdStop { sweep, quiet_steps, sweep_then_pass };
 
-/// Rows of a column that one item of unit_norm_corrections sums.
-constexpr int unit_norm_chunk = 8;
-
-/// Scalars of work unit_norm_corrections needs for n columns of n rows.
-KOKKOS_INLINE_FUNCTION constexpr int unit_norm_work_scalars(int n) {
-  return 2 * n * ((n + unit_norm_chunk - 1) / unit_norm_chunk);
-}
-
-/// factors[c] = unit_norm_correction(||q_c||^2 - 1) for the columns q_c =
-/// entry(0..n-1, c), c < n, of J (collective; ends with a barrier). The
-/// squares are summed with two_sum_add in chunks of unit_norm_chunk rows, a
-/// chunk per team item, then the chunks of a column in order: the same
-/// arithmetic whatever the team's shape (every team size gives the same
-/// bits), spread over the team. `work` holds unit_norm_work_scalars(n).
-/// (H200, against the W-cycle without the corrections: one thread summing
-/// each column cost 0.7 to 4.9%, these chunks -0.2 to +3.3%.)
-template <class Member, class Scalar, class Entry>
-KOKKOS_INLINE_FUNCTION void unit_norm_corrections(const Member& member, int n, const Entry& entry,
-                                                  Scalar* work, Scalar* factors) {
-  const int chunks = (n + unit_norm_chunk - 1) / unit_norm_chunk;
-  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n * chunks), [&](const int e) {
-    const int c = e / chunks, r0 = (e - c * chunks) * unit_norm_chunk;
-    const int r1 = r0 + unit_norm_chunk < n ? r0 + unit_norm_chunk : n;
-    Scalar sum = 0, lost = 0;
-    for (int r = r0; r < r1; ++r) {
-      const Scalar x = entry(r, c);
-      two_sum_add(sum, lost, x * x);
-    }
-    work[2 * e] = sum;
-    work[2 * e + 1] = lost;
-  });
-  member.team_barrier();
-  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n), [&](const int c) {
-    const Scalar* const w = work + 2 * c * chunks;
-    Scalar sum = w[0], lost = w[1];
-    for (int k = 1; k < chunks; ++k) {
-      two_sum_add(sum, lost, w[2 * k]);
-      lost += w[2 * k + 1];
-    }
-    factors[c] = unit_norm_correction((sum - Scalar(1)) + lost);
-  });
-  member.team_barrier();
-}
-
 /// J in level-0 scratch, any n: J <- J G rotates the two columns of every
 /// pair in place.
 template <class Scalar>

@@ -27,26 +27,34 @@ KOKKOS_INLINE_FUNCTION void store_pair_rows(const Member& member, const BlockPai
   });
 }
 
-/// Scratch of one pair-SVD team: X (rows x 2w), J (2w x 2w), the norms (2w)
-/// and two flags.
+/// Scratch of one pair-SVD team: X (rows x 2w), J (2w x 2w), d (the norms
+/// of the sweeps, 2w, then the work of J's corrections to unit norm,
+/// pair_svd_d_scalars) and two flags.
+KOKKOS_INLINE_FUNCTION std::size_t pair_svd_d_scalars(int w) {
+  return std::size_t(unit_norm_work_scalars(2 * w) + 2 * w);
+}
+
 template <class ExecSpace, class Scalar>
 std::size_t pair_svd_scratch_bytes(int rows, int w) {
   const std::size_t n = std::size_t(2 * w);
   return scratch_bytes_for<ExecSpace, Scalar>(std::size_t(rows) * n) +
-         scratch_bytes_for<ExecSpace, Scalar>(n * n) + scratch_bytes_for<ExecSpace, Scalar>(n) +
+         scratch_bytes_for<ExecSpace, Scalar>(n * n) +
+         scratch_bytes_for<ExecSpace, Scalar>(pair_svd_d_scalars(w)) +
          scratch_bytes_for<ExecSpace, int>(2);
 }
 
 /// One pair: loads [A_i A_j] (m x 2w, missing columns zero) into X, sets J =
 /// I, runs `sweeps` one-sided Jacobi sweeps on X's columns rotating J's
 /// alongside (fewer when one rotates nothing), and stores X back. X, J (2w x
-/// 2w, leading dimension 2w, columns scaled to unit norm), d and flags are
-/// scratch; J is left there for the caller. The working matrix is scaled so that its largest entry
-/// lies in [1/2, 1), so its widest column has a squared norm of at least 1/4; columns below (2w
-/// u)^2 / 4 of that are numerically zero (their direction is rounding noise of earlier updates, and
-/// their squared norms underflow for columns scaled by 1e-150) and are left alone, as the Gram EVD
-/// leaves them. Returns whether any column pair was rotated. Collective; one team thread per column
-/// pair (w) and 1 << log2 vector lanes.
+/// 2w, leading dimension 2w, columns corrected to unit norm), d
+/// (pair_svd_d_scalars) and flags are scratch; J is left there for the
+/// caller. The working matrix is scaled so that its largest entry lies in
+/// [1/2, 1), so its widest column has a squared norm of at least 1/4; columns
+/// below (2w u)^2 / 4 of that are numerically zero (their direction is
+/// rounding noise of earlier updates, and their squared norms underflow for
+/// columns scaled by 1e-150) and are left alone, as the Gram EVD leaves them.
+/// Returns whether any column pair was rotated. Collective; one team thread
+/// per column pair (w) and 1 << log2 vector lanes.
 template <class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION bool pair_svd_team(const Member& member, const BlockPairTask<Scalar>& t,
                                           int w, Scalar* X, Scalar* J, Scalar* d, int* flags,
@@ -68,19 +76,16 @@ KOKKOS_INLINE_FUNCTION bool pair_svd_team(const Member& member, const BlockPairT
   // rotated columns, which drifted in norm with J's (host, seed 002's geo
   // spectrum at 80^2, double: e3 16.6 u -> 5.9 u correcting J, and e1
   // 7.2 u -> 0.8 u correcting X too).
-  // The factors go to d (the sweeps' norms, done with) first: every lane of
-  // a column reads all of it before any lane may write.
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](const int c) {
-    const Scalar* const jc = J + std::size_t(n) * std::size_t(c);
-    const Scalar f =
-        unit_norm_correction(norm2_excess<Scalar>(n, [&](const int r) { return jc[r]; }));
-    Kokkos::single(Kokkos::PerThread(member), [&]() { d[c] = f; });
-  });
-  member.team_barrier();
+  // d (the sweeps' norms) is done with: it takes the corrections' work and
+  // then their factors.
+  Scalar* const factors = d + unit_norm_work_scalars(n);
+  unit_norm_corrections(
+      member, n, [&](const int r, const int c) { return J[r + std::size_t(n) * std::size_t(c)]; },
+      d, factors);
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](const int c) {
     Scalar* const jc = J + std::size_t(n) * std::size_t(c);
     Scalar* const xc = X + std::size_t(t.rows) * std::size_t(c);
-    const Scalar f = d[c];
+    const Scalar f = factors[c];
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, n),
                          [&](const int r) { jc[r] += f * jc[r]; });
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, t.rows),

@@ -51,7 +51,7 @@ struct PairSvdFunctor {
     const std::size_t nn = std::size_t(n) * n;
     ScratchVector X(member.team_scratch(0), std::size_t(max_rows) * n);
     ScratchVector Js(member.team_scratch(0), nn);
-    ScratchVector d(member.team_scratch(0), std::size_t(n));
+    ScratchVector d(member.team_scratch(0), pair_svd_d_scalars(w));
     FlagVector flags(member.team_scratch(0), 2);
     const bool any =
         pair_svd_team(member, t, w, X.data(), Js.data(), d.data(), flags.data(), log2, tol, sweeps);
