@@ -492,14 +492,30 @@ KOKKOS_INLINE_FUNCTION constexpr std::size_t update_chunk_scalars(int rows, int 
 /// registers, which load_pair_entries' did not.
 constexpr int column_major_load_batch = 16;
 
+/// offsets[c] = column(c) * col_stride for the task's pair columns c < 2w,
+/// -1 for a missing column: where an update chunk's loads and its items'
+/// stores find their columns, computed once per plate segment instead of at
+/// every entry of every chunk (Nsight Compute, H200, Table IV 256^2 double:
+/// the chunk loads and the items' stores, which did, were 28% of the
+/// update's instructions). Collective, without a barrier.
+template <class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void load_update_columns(const Member& member,
+                                                const BlockPairTask<Scalar>& t, int w,
+                                                std::ptrdiff_t* offsets) {
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, 2 * w), [&](const int c) {
+    const int col = t.column(c, w);
+    offsets[c] = col >= 0 ? std::ptrdiff_t(col) * t.col_stride : std::ptrdiff_t(-1);
+  });
+}
+
 /// Copies rows [r0, r0 + rows) of the task's 2w columns into the update
 /// chunk X: row r at update_row_slot(r, row_blocks), column c at ld c
 /// (ld = 4 row_blocks), zero for missing columns. A column-major task
 /// (every W-cycle task) whose row count divides the team (one thread per
 /// team rank, vector length 1) takes a lean path: thread `rank` keeps row
-/// rank % rows and walks the columns rank / rows + u (threads / rows), so
-/// an entry's position costs one add (against the divisions and selects of
-/// PairEntryWalk), 16 entries are in flight, and a warp still reads whole
+/// rank % rows and walks the columns rank / rows + u (threads / rows), each
+/// at its offset from `offsets` (load_update_columns; against the divisions
+/// and selects of PairEntryWalk), 16 entries are in flight, and a warp still reads whole
 /// runs of a column. On the H200 that, with load_update_rotation's blocks
 /// and (float) the interleaved rows, took the update of 1000 pairs of
 /// 512 x 48 from 0.307 to 0.246 ms (double) and from 0.195 to 0.162 ms
@@ -507,7 +523,8 @@ constexpr int column_major_load_batch = 16;
 /// to 228 ms (float). Other tasks go through load_pair_entries<Batch>.
 template <int Batch, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void load_update_chunk(const Member& member, const BlockPairTask<Scalar>& t,
-                                              int w, int r0, int rows, Scalar* X) {
+                                              int w, int r0, int rows, Scalar* X,
+                                              const std::ptrdiff_t* offsets) {
   const int row_blocks = update_row_blocks(rows), ld = gemm_tile * row_blocks;
   // Zeros in the slots of the rows past the chunk's end (rows not a
   // multiple of 4), so that the items read no stale or unset values there.
@@ -533,8 +550,8 @@ KOKKOS_INLINE_FUNCTION void load_update_chunk(const Member& member, const BlockP
     KWSVD_UNROLL
     for (int u = 0; u < column_major_load_batch; ++u) {
       const int c = c0 + u * step;
-      const int col = c < cols ? t.column(c, w) : -1;
-      v[u] = col >= 0 ? src[std::ptrdiff_t(col) * t.col_stride] : Scalar(0);
+      const std::ptrdiff_t offset = c < cols ? offsets[c] : std::ptrdiff_t(-1);
+      v[u] = offset >= 0 ? src[offset] : Scalar(0);
     }
     KWSVD_UNROLL
     for (int u = 0; u < column_major_load_batch; ++u) {
@@ -590,81 +607,109 @@ KOKKOS_INLINE_FUNCTION constexpr int update_load_batch() {
   return sizeof(Scalar) <= 4 && JInScratch ? 16 : pair_load_batch;
 }
 
+/// X <- X J on one loaded chunk of `rows` rows (row_blocks 4-row blocks),
+/// written to the task's rows [row0, row0 + rows): item (row block b, column
+/// group g) computes rows b + i B (i < 4, B the chunk's row blocks; a
+/// warp's threads take consecutive rows, so its stores are contiguous) of
+/// output columns 4g..4g+3, found in `offsets` (load_update_columns).
+/// RowBlocks > 0: compiled for row_blocks == RowBlocks (update_plate_team
+/// compiles the full chunks of tailored_update_chunk_rows, 32 and 64 rows),
+/// so that the X loads take constant offsets from one pointer: in double,
+/// whose rows are not interleaved, a run-time leading dimension cost an
+/// integer instruction per load.
+template <int RowBlocks, bool JInScratch, class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void update_chunk_product(const Member& member,
+                                                 const BlockPairTask<Scalar>& t, int w, int row0,
+                                                 int rows, int row_blocks_, const Scalar* Js,
+                                                 const Scalar* X, const std::ptrdiff_t* offsets) {
+  const int row_blocks = RowBlocks > 0 ? RowBlocks : row_blocks_;
+  const int cols = 2 * w, groups = cols / gemm_tile;
+  Kokkos::parallel_for(
+      Kokkos::TeamThreadRange(member, update_chunk_items(rows, w)), [&](const int e) {
+        // Lane-fastest: update_lane_blocks consecutive row blocks of one
+        // column group, then the next group, then the next lane run.
+        const int lane = e % update_lane_blocks, run = e / update_lane_blocks;
+        const int g = run % groups;
+        const int rb = (run / groups) * update_lane_blocks + lane;
+        if (rb >= row_blocks)
+          return;
+        Scalar out[gemm_tile][gemm_tile] = {};
+        // Pointers advanced by one column of X and one row of J a step
+        // (no index arithmetic in the loop). Interleaved, the item's rows
+        // rb + i B sit at slots 4 rb + i: one tile row, 16-byte aligned
+        // (X is). Rows past the chunk's end read zeros and are never
+        // written.
+        constexpr bool interleaved = update_rows_interleaved<Scalar>();
+        const Scalar* xk = X + (interleaved ? gemm_tile * rb : rb);
+        const Scalar* jk = JInScratch ? Js + gemm_tile * g : Js + cols * (gemm_tile * g);
+        for (int k = 0; k < cols; ++k, xk += gemm_tile * row_blocks) {
+          Scalar x[gemm_tile], j[gemm_tile];
+          if constexpr (interleaved) {
+            load_tile_row(xk, x);
+          } else {
+            KWSVD_UNROLL
+            for (int i = 0; i < gemm_tile; ++i)
+              x[i] = xk[i * row_blocks];
+          }
+          if constexpr (JInScratch) {
+            load_tile_row(jk, j);
+            jk += cols;
+          } else {
+            KWSVD_UNROLL
+            for (int q = 0; q < gemm_tile; ++q)
+              j[q] = jk[cols * q];
+            ++jk;
+          }
+          KWSVD_UNROLL
+          for (int i = 0; i < gemm_tile; ++i)
+            KWSVD_UNROLL
+          for (int q = 0; q < gemm_tile; ++q)
+            out[i][q] += x[i] * j[q];
+        }
+        Scalar* const base = t.data + std::ptrdiff_t(row0 + rb) * t.row_stride;
+        const std::ptrdiff_t row_step = std::ptrdiff_t(row_blocks) * t.row_stride;
+        const bool full = rb + (gemm_tile - 1) * row_blocks < rows;
+        KWSVD_UNROLL
+        for (int q = 0; q < gemm_tile; ++q) {
+          const std::ptrdiff_t offset = offsets[gemm_tile * g + q];
+          if (offset < 0)
+            continue;
+          Scalar* const y = base + offset;
+          KWSVD_UNROLL
+          for (int i = 0; i < gemm_tile; ++i)
+            if (full || rb + i * row_blocks < rows)
+              y[i * row_step] = out[i][q];
+        }
+      });
+}
+
 /// The fused update of one plate segment: rows of [A_i A_j] <- rows of
 /// [A_i A_j] J. JInScratch: J was copied by load_update_rotation into Js;
 /// otherwise Js is J itself in memory (column-major, read through the
-/// cache). Each chunk of rows is loaded once into X (load_update_chunk:
-/// column-major, leading dimension 4 x its row blocks, rows in
-/// update_row_slot order) and both halves of J are applied to it (seed
-/// 002 Design-3). Item (row block b, column group g) computes rows
-/// b + i B (i < 4, B the chunk's row blocks; a warp's threads take
-/// consecutive rows, so its stores are contiguous) of output columns
-/// 4g..4g+3.
+/// cache). `offsets`: the task's columns (load_update_columns, written
+/// before the call's first barrier). Each chunk of rows is loaded once into
+/// X (load_update_chunk: column-major, leading dimension 4 x its row blocks,
+/// rows in update_row_slot order) and both halves of J are applied to it
+/// (seed 002 Design-3, update_chunk_product).
 template <bool JInScratch, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void update_plate_team(const Member& member, const BlockPairTask<Scalar>& t,
                                               const PlateSegment& seg, int w, int chunk_rows,
-                                              const Scalar* Js, Scalar* X) {
-  const int cols = 2 * w, groups = cols / gemm_tile;
+                                              const Scalar* Js, Scalar* X,
+                                              const std::ptrdiff_t* offsets) {
   for (int c0 = 0; c0 < seg.rows; c0 += chunk_rows) {
     const int rows = seg.rows - c0 < chunk_rows ? seg.rows - c0 : chunk_rows;
     const int row_blocks = update_row_blocks(rows);
+    const int row0 = seg.row_begin + c0;
     member.team_barrier();  // the previous chunk is written back
-    load_update_chunk<update_load_batch<Scalar, JInScratch>()>(member, t, w, seg.row_begin + c0,
-                                                               rows, X);
+    load_update_chunk<update_load_batch<Scalar, JInScratch>()>(member, t, w, row0, rows, X,
+                                                               offsets);
     member.team_barrier();
-    Kokkos::parallel_for(
-        Kokkos::TeamThreadRange(member, update_chunk_items(rows, w)), [&](const int e) {
-          // Lane-fastest: update_lane_blocks consecutive row blocks of one
-          // column group, then the next group, then the next lane run.
-          const int lane = e % update_lane_blocks, run = e / update_lane_blocks;
-          const int g = run % groups;
-          const int rb = (run / groups) * update_lane_blocks + lane;
-          if (rb >= row_blocks)
-            return;
-          Scalar out[gemm_tile][gemm_tile] = {};
-          // Pointers advanced by one column of X and one row of J a step
-          // (no index arithmetic in the loop). Interleaved, the item's rows
-          // rb + i B sit at slots 4 rb + i: one tile row, 16-byte aligned
-          // (X is). Rows past the chunk's end read zeros and are never
-          // written.
-          constexpr bool interleaved = update_rows_interleaved<Scalar>();
-          const Scalar* xk = X + (interleaved ? gemm_tile * rb : rb);
-          const Scalar* jk = JInScratch ? Js + gemm_tile * g : Js + cols * (gemm_tile * g);
-          for (int k = 0; k < cols; ++k, xk += gemm_tile * row_blocks) {
-            Scalar x[gemm_tile], j[gemm_tile];
-            if constexpr (interleaved) {
-              load_tile_row(xk, x);
-            } else {
-              KWSVD_UNROLL
-              for (int i = 0; i < gemm_tile; ++i)
-                x[i] = xk[i * row_blocks];
-            }
-            if constexpr (JInScratch) {
-              load_tile_row(jk, j);
-              jk += cols;
-            } else {
-              KWSVD_UNROLL
-              for (int q = 0; q < gemm_tile; ++q)
-                j[q] = jk[cols * q];
-              ++jk;
-            }
-            KWSVD_UNROLL
-            for (int i = 0; i < gemm_tile; ++i)
-              KWSVD_UNROLL
-            for (int q = 0; q < gemm_tile; ++q)
-              out[i][q] += x[i] * j[q];
-          }
-          for (int q = 0; q < gemm_tile; ++q) {
-            const int col = t.column(gemm_tile * g + q, w);
-            if (col < 0)
-              continue;
-            for (int i = 0; i < gemm_tile; ++i)
-              if (rb + i * row_blocks < rows) {
-                const std::ptrdiff_t row = seg.row_begin + c0 + rb + i * row_blocks;
-                t.data[row * t.row_stride + col * t.col_stride] = out[i][q];
-              }
-          }
-        });
+    if (row_blocks == 8)
+      update_chunk_product<8, JInScratch>(member, t, w, row0, rows, row_blocks, Js, X, offsets);
+    else if (row_blocks == 16)
+      update_chunk_product<16, JInScratch>(member, t, w, row0, rows, row_blocks, Js, X, offsets);
+    else
+      update_chunk_product<0, JInScratch>(member, t, w, row0, rows, row_blocks, Js, X, offsets);
   }
 }
 

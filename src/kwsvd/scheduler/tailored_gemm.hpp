@@ -549,6 +549,7 @@ template <class ExecSpace, class Scalar, bool JInScratch>
 struct PairUpdateFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using ScratchVector = TeamScratch<ExecSpace, Scalar>;
+  using OffsetVector = TeamScratch<ExecSpace, std::ptrdiff_t>;
   const BlockPairTask<Scalar>* tasks;
   const PlateSegment* segments;
   const int* team_begin;
@@ -564,6 +565,7 @@ struct PairUpdateFunctor {
     ScratchVector Xv(member.team_scratch(0),
                      aligned16_extent<Scalar>(update_chunk_scalars(chunk_rows, w)));
     ScratchVector Jv(member.team_scratch(0), JInScratch ? aligned16_extent<Scalar>(nn) : 0);
+    OffsetVector offsets(member.team_scratch(0), std::size_t(n));
     Scalar* const X = align16(Xv.data());
     Scalar* const Js = JInScratch ? align16(Jv.data()) : nullptr;
     for (int s = team_begin[member.league_rank()]; s < team_begin[member.league_rank() + 1]; ++s) {
@@ -573,13 +575,14 @@ struct PairUpdateFunctor {
           (pair_rotates != nullptr && pair_rotates[task.pair] == 0))
         continue;
       const Scalar* Jt = J + std::size_t(task.pair) * nn;
+      member.team_barrier();  // the previous segment is done with Js and offsets
+      load_update_columns(member, task, w, offsets.data());
+      // update_plate_team's first barrier orders these stores before use.
       if constexpr (JInScratch) {
-        member.team_barrier();  // the previous segment is done with Js
         load_update_rotation(member, Jt, w, Js);
-        // update_plate_team's first barrier orders these stores before use.
-        update_plate_team<true>(member, task, seg, w, chunk_rows, Js, X);
+        update_plate_team<true>(member, task, seg, w, chunk_rows, Js, X, offsets.data());
       } else {
-        update_plate_team<false>(member, task, seg, w, chunk_rows, Jt, X);
+        update_plate_team<false>(member, task, seg, w, chunk_rows, Jt, X, offsets.data());
       }
     }
   }
@@ -598,13 +601,16 @@ void launch_pair_update(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>
     return;
   const int w = work.w;
   const std::size_t j_bytes = tailored_update_j_bytes<ExecSpace, Scalar>(w);
+  // The task's column offsets (load_update_columns) always take scratch.
+  const std::size_t offset_bytes = scratch_bytes_for<ExecSpace, std::ptrdiff_t>(std::size_t(2 * w));
   // J in scratch when a lane run of rows (or the whole segment) still fits
   // beside it; else J is read from memory (cached) and X takes the scratch.
-  int chunk = tailored_update_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows, j_bytes);
+  int chunk = tailored_update_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows,
+                                                            j_bytes + offset_bytes);
   const bool j_in_scratch =
       chunk >= std::min(gemm_tile * update_lane_blocks, std::max(1, work.max_segment_rows));
   if (!j_in_scratch)
-    chunk = tailored_update_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows, 0);
+    chunk = tailored_update_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows, offset_bytes);
   if (chunk < 1) {
     throw_invalid_argument("kwsvd::Impl::launch_pair_update", "work.w",
                            "= " + std::to_string(w) + ": one row of the pair does not fit the " +
@@ -623,12 +629,12 @@ void launch_pair_update(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>
     launch(
         PairUpdateFunctor<ExecSpace, Scalar, true>{
             tasks, work.segments.data(), work.team_begin.data(), mask, pair_rotates, J, w, chunk},
-        x_bytes + j_bytes);
+        x_bytes + j_bytes + offset_bytes);
   } else {
     launch(
         PairUpdateFunctor<ExecSpace, Scalar, false>{
             tasks, work.segments.data(), work.team_begin.data(), mask, pair_rotates, J, w, chunk},
-        x_bytes);
+        x_bytes + offset_bytes);
   }
 }
 
