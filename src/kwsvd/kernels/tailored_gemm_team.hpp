@@ -523,7 +523,7 @@ KOKKOS_INLINE_FUNCTION void load_update_columns(const Member& member,
 /// to 228 ms (float). Other tasks go through load_pair_entries<Batch>.
 template <int Batch, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void load_update_chunk(const Member& member, const BlockPairTask<Scalar>& t,
-                                              int w, int r0, int rows, Scalar* X,
+                                              int w, int r0, int rows, float inv_rows, Scalar* X,
                                               const std::ptrdiff_t* offsets) {
   const int row_blocks = update_row_blocks(rows), ld = gemm_tile * row_blocks;
   // Zeros in the slots of the rows past the chunk's end (rows not a
@@ -534,18 +534,26 @@ KOKKOS_INLINE_FUNCTION void load_update_chunk(const Member& member, const BlockP
       X[update_row_slot<Scalar>(rows + e % pad, row_blocks) + ld * (e / pad)] = Scalar(0);
     });
   }
-  const int threads = member.team_size();
-  if (t.row_stride != 1 || threads % rows != 0) {
+  // Quotients by rows (inv_rows = 1 / rows) and by the row blocks from
+  // float reciprocals (small_quotient): three integer divisions a chunk were
+  // 5% of the double update's instructions.
+  const int threads = member.team_size(), step = small_quotient(threads, inv_rows);
+  if (t.row_stride != 1 || threads != step * rows) {
     load_pair_entries<Batch>(member, t, w, r0, rows, X, [&](const int r, const int c) {
       return update_row_slot<Scalar>(r, row_blocks) + ld * c;
     });
     return;
   }
-  const int rank = member.team_rank(), cols = 2 * w, step = threads / rows;
-  const int r = rank % rows;
+  const int rank = member.team_rank(), cols = 2 * w, first = small_quotient(rank, inv_rows);
+  const int r = rank - first * rows;
+  int slot = r;
+  if constexpr (update_rows_interleaved<Scalar>()) {
+    const int b = small_quotient(r, 1.0f / float(row_blocks));
+    slot = gemm_tile * (r - b * row_blocks) + b;  // update_row_slot
+  }
   const Scalar* const src = t.data + (r0 + r);
-  Scalar* const dst = X + update_row_slot<Scalar>(r, row_blocks);
-  for (int c0 = rank / rows; c0 < cols; c0 += column_major_load_batch * step) {
+  Scalar* const dst = X + slot;
+  for (int c0 = first; c0 < cols; c0 += column_major_load_batch * step) {
     Scalar v[column_major_load_batch];
     KWSVD_UNROLL
     for (int u = 0; u < column_major_load_batch; ++u) {
@@ -607,30 +615,54 @@ KOKKOS_INLINE_FUNCTION constexpr int update_load_batch() {
   return sizeof(Scalar) <= 4 && JInScratch ? 16 : pair_load_batch;
 }
 
+/// A stride known at compile time: products with it fold into constant
+/// offsets (stride_value; std::integral_constant's conversion is host-only
+/// for nvcc without relaxed constexpr).
+template <int N>
+struct CompiledStride {};
+
+KOKKOS_INLINE_FUNCTION constexpr std::ptrdiff_t stride_value(std::ptrdiff_t stride) {
+  return stride;
+}
+
+template <int N>
+KOKKOS_INLINE_FUNCTION constexpr std::ptrdiff_t stride_value(CompiledStride<N>) {
+  return N;
+}
+
+/// A row block count as a type (update_plate_team's dispatch).
+template <int N>
+struct CompiledRowBlocks {
+  static constexpr int value = N;
+};
+
 /// X <- X J on one loaded chunk of `rows` rows (row_blocks 4-row blocks),
 /// written to the task's rows [row0, row0 + rows): item (row block b, column
 /// group g) computes rows b + i B (i < 4, B the chunk's row blocks; a
 /// warp's threads take consecutive rows, so its stores are contiguous) of
 /// output columns 4g..4g+3, found in `offsets` (load_update_columns).
 /// RowBlocks > 0: compiled for row_blocks == RowBlocks (update_plate_team
-/// compiles the full chunks of tailored_update_chunk_rows, 32 and 64 rows),
-/// so that the X loads take constant offsets from one pointer: in double,
-/// whose rows are not interleaved, a run-time leading dimension cost an
-/// integer instruction per load.
+/// compiles the full chunks of tailored_update_chunk_rows: 32 and 64 rows,
+/// in float also 96 and 128), so that the X loads take constant offsets from one pointer:
+/// in double, whose rows are not interleaved, a run-time leading dimension
+/// cost an integer instruction per load.
 template <int RowBlocks, bool JInScratch, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void update_chunk_product(const Member& member,
-                                                 const BlockPairTask<Scalar>& t, int w, int row0,
-                                                 int rows, int row_blocks_, const Scalar* Js,
-                                                 const Scalar* X, const std::ptrdiff_t* offsets) {
+                                                 const BlockPairTask<Scalar>& t, int w,
+                                                 float inv_groups, int row0, int rows,
+                                                 int row_blocks_, const Scalar* Js, const Scalar* X,
+                                                 const std::ptrdiff_t* offsets) {
   const int row_blocks = RowBlocks > 0 ? RowBlocks : row_blocks_;
   const int cols = 2 * w, groups = cols / gemm_tile;
   Kokkos::parallel_for(
       Kokkos::TeamThreadRange(member, update_chunk_items(rows, w)), [&](const int e) {
         // Lane-fastest: update_lane_blocks consecutive row blocks of one
-        // column group, then the next group, then the next lane run.
+        // column group, then the next group, then the next lane run
+        // (inv_groups = 1 / groups: the quotient from a float reciprocal).
         const int lane = e % update_lane_blocks, run = e / update_lane_blocks;
-        const int g = run % groups;
-        const int rb = (run / groups) * update_lane_blocks + lane;
+        const int group_run = small_quotient(run, inv_groups);
+        const int g = run - group_run * groups;
+        const int rb = group_run * update_lane_blocks + lane;
         if (rb >= row_blocks)
           return;
         Scalar out[gemm_tile][gemm_tile] = {};
@@ -667,19 +699,27 @@ KOKKOS_INLINE_FUNCTION void update_chunk_product(const Member& member,
             out[i][q] += x[i] * j[q];
         }
         Scalar* const base = t.data + std::ptrdiff_t(row0 + rb) * t.row_stride;
-        const std::ptrdiff_t row_step = std::ptrdiff_t(row_blocks) * t.row_stride;
         const bool full = rb + (gemm_tile - 1) * row_blocks < rows;
-        KWSVD_UNROLL
-        for (int q = 0; q < gemm_tile; ++q) {
-          const std::ptrdiff_t offset = offsets[gemm_tile * g + q];
-          if (offset < 0)
-            continue;
-          Scalar* const y = base + offset;
+        // The rows of an output column are row_step apart: RowBlocks in a
+        // compiled chunk of a column-major task (constant offsets, no
+        // 64-bit products), else row_blocks row strides.
+        const auto store = [&](const auto row_step) {
           KWSVD_UNROLL
-          for (int i = 0; i < gemm_tile; ++i)
-            if (full || rb + i * row_blocks < rows)
-              y[i * row_step] = out[i][q];
-        }
+          for (int q = 0; q < gemm_tile; ++q) {
+            const std::ptrdiff_t offset = offsets[gemm_tile * g + q];
+            if (offset < 0)
+              continue;
+            Scalar* const y = base + offset;
+            KWSVD_UNROLL
+            for (int i = 0; i < gemm_tile; ++i)
+              if (full || rb + i * row_blocks < rows)
+                y[i * stride_value(row_step)] = out[i][q];
+          }
+        };
+        if (RowBlocks > 0 && t.row_stride == 1)
+          store(CompiledStride<RowBlocks>());
+        else
+          store(std::ptrdiff_t(row_blocks) * t.row_stride);
       });
 }
 
@@ -696,20 +736,36 @@ KOKKOS_INLINE_FUNCTION void update_plate_team(const Member& member, const BlockP
                                               const PlateSegment& seg, int w, int chunk_rows,
                                               const Scalar* Js, Scalar* X,
                                               const std::ptrdiff_t* offsets) {
+  // Reciprocals for the chunks' quotients, once per segment.
+  const float inv_groups = 1.0f / float(2 * w / gemm_tile);
+  const float inv_chunk_rows = 1.0f / float(chunk_rows);
   for (int c0 = 0; c0 < seg.rows; c0 += chunk_rows) {
     const int rows = seg.rows - c0 < chunk_rows ? seg.rows - c0 : chunk_rows;
     const int row_blocks = update_row_blocks(rows);
     const int row0 = seg.row_begin + c0;
+    const float inv_rows = rows == chunk_rows ? inv_chunk_rows : 1.0f / float(rows);
     member.team_barrier();  // the previous chunk is written back
-    load_update_chunk<update_load_batch<Scalar, JInScratch>()>(member, t, w, row0, rows, X,
-                                                               offsets);
+    load_update_chunk<update_load_batch<Scalar, JInScratch>()>(member, t, w, row0, rows, inv_rows,
+                                                               X, offsets);
     member.team_barrier();
+    const auto product = [&](const auto compiled) {
+      update_chunk_product<decltype(compiled)::value, JInScratch>(member, t, w, inv_groups, row0,
+                                                                  rows, row_blocks, Js, X, offsets);
+    };
+    // Double compiles the 32- and 64-row chunks only: its 96-row chunks
+    // compiled (w = 20 and 22) made Table IV 100^2 and 128^2 3.8 and 8.8%
+    // slower on the H200, where float's 96 and 128 rows gained 1 to 2%.
+    constexpr bool interleaved = update_rows_interleaved<Scalar>();
     if (row_blocks == 8)
-      update_chunk_product<8, JInScratch>(member, t, w, row0, rows, row_blocks, Js, X, offsets);
+      product(CompiledRowBlocks<8>());
     else if (row_blocks == 16)
-      update_chunk_product<16, JInScratch>(member, t, w, row0, rows, row_blocks, Js, X, offsets);
+      product(CompiledRowBlocks<16>());
+    else if (interleaved && row_blocks == 24)
+      product(CompiledRowBlocks<(interleaved ? 24 : 0)>());
+    else if (interleaved && row_blocks == 32)
+      product(CompiledRowBlocks<(interleaved ? 32 : 0)>());
     else
-      update_chunk_product<0, JInScratch>(member, t, w, row0, rows, row_blocks, Js, X, offsets);
+      product(CompiledRowBlocks<0>());
   }
 }
 
