@@ -481,6 +481,16 @@ KOKKOS_INLINE_FUNCTION constexpr int update_row_slot(int r, int row_blocks) {
   return update_rows_interleaved<Scalar>() ? gemm_tile * (r % row_blocks) + r / row_blocks : r;
 }
 
+/// update_row_slot with the quotient from inv_row_blocks = 1 / row_blocks
+/// (small_quotient) instead of an integer division.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION int update_row_slot(int r, int row_blocks, float inv_row_blocks) {
+  if (!update_rows_interleaved<Scalar>())
+    return r;
+  const int b = small_quotient(r, inv_row_blocks);
+  return gemm_tile * (r - b * row_blocks) + b;
+}
+
 /// Scalars of an update chunk buffer for chunks of up to `rows` rows: its
 /// leading dimension is 4 x the row blocks.
 KOKKOS_INLINE_FUNCTION constexpr std::size_t update_chunk_scalars(int rows, int w) {
@@ -515,8 +525,8 @@ KOKKOS_INLINE_FUNCTION void load_update_columns(const Member& member,
 /// team rank, vector length 1) takes a lean path: thread `rank` keeps row
 /// rank % rows and walks the columns rank / rows + u (threads / rows), each
 /// at its offset from `offsets` (load_update_columns; against the divisions
-/// and selects of PairEntryWalk), 16 entries are in flight, and a warp still reads whole
-/// runs of a column. On the H200 that, with load_update_rotation's blocks
+/// and selects of PairEntryWalk), 16 entries are in flight, and a warp
+/// still reads whole runs of a column. On the H200 that, with load_update_rotation's blocks
 /// and (float) the interleaved rows, took the update of 1000 pairs of
 /// 512 x 48 from 0.307 to 0.246 ms (double) and from 0.195 to 0.162 ms
 /// (float), and Table IV's 512^2 from 499 to 461 ms (double) and from 250
@@ -546,13 +556,8 @@ KOKKOS_INLINE_FUNCTION void load_update_chunk(const Member& member, const BlockP
   }
   const int rank = member.team_rank(), cols = 2 * w, first = small_quotient(rank, inv_rows);
   const int r = rank - first * rows;
-  int slot = r;
-  if constexpr (update_rows_interleaved<Scalar>()) {
-    const int b = small_quotient(r, 1.0f / float(row_blocks));
-    slot = gemm_tile * (r - b * row_blocks) + b;  // update_row_slot
-  }
   const Scalar* const src = t.data + (r0 + r);
-  Scalar* const dst = X + slot;
+  Scalar* const dst = X + update_row_slot<Scalar>(r, row_blocks, 1.0f / float(row_blocks));
   for (int c0 = first; c0 < cols; c0 += column_major_load_batch * step) {
     Scalar v[column_major_load_batch];
     KWSVD_UNROLL
@@ -615,26 +620,23 @@ KOKKOS_INLINE_FUNCTION constexpr int update_load_batch() {
   return sizeof(Scalar) <= 4 && JInScratch ? 16 : pair_load_batch;
 }
 
-/// A stride known at compile time: products with it fold into constant
-/// offsets (stride_value; std::integral_constant's conversion is host-only
-/// for nvcc without relaxed constexpr).
+/// An int known at compile time (update_plate_team's row blocks, the
+/// product's store stride): stride_value of it folds into constant offsets
+/// (std::integral_constant's conversion is host-only for nvcc without
+/// relaxed constexpr).
 template <int N>
-struct CompiledStride {};
+struct CompiledInt {
+  static constexpr int value = N;
+};
 
 KOKKOS_INLINE_FUNCTION constexpr std::ptrdiff_t stride_value(std::ptrdiff_t stride) {
   return stride;
 }
 
 template <int N>
-KOKKOS_INLINE_FUNCTION constexpr std::ptrdiff_t stride_value(CompiledStride<N>) {
+KOKKOS_INLINE_FUNCTION constexpr std::ptrdiff_t stride_value(CompiledInt<N>) {
   return N;
 }
-
-/// A row block count as a type (update_plate_team's dispatch).
-template <int N>
-struct CompiledRowBlocks {
-  static constexpr int value = N;
-};
 
 /// X <- X J on one loaded chunk of `rows` rows (row_blocks 4-row blocks),
 /// written to the task's rows [row0, row0 + rows): item (row block b, column
@@ -643,9 +645,9 @@ struct CompiledRowBlocks {
 /// output columns 4g..4g+3, found in `offsets` (load_update_columns).
 /// RowBlocks > 0: compiled for row_blocks == RowBlocks (update_plate_team
 /// compiles the full chunks of tailored_update_chunk_rows: 32 and 64 rows,
-/// in float also 96 and 128), so that the X loads take constant offsets from one pointer:
-/// in double, whose rows are not interleaved, a run-time leading dimension
-/// cost an integer instruction per load.
+/// in float also 96 and 128), so that the X loads take constant offsets
+/// from one pointer: in double, whose rows are not interleaved, a run-time
+/// leading dimension cost an integer instruction per load.
 template <int RowBlocks, bool JInScratch, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void update_chunk_product(const Member& member,
                                                  const BlockPairTask<Scalar>& t, int w,
@@ -717,7 +719,7 @@ KOKKOS_INLINE_FUNCTION void update_chunk_product(const Member& member,
           }
         };
         if (RowBlocks > 0 && t.row_stride == 1)
-          store(CompiledStride<RowBlocks>());
+          store(CompiledInt<RowBlocks>());
         else
           store(std::ptrdiff_t(row_blocks) * t.row_stride);
       });
@@ -757,15 +759,15 @@ KOKKOS_INLINE_FUNCTION void update_plate_team(const Member& member, const BlockP
     // slower on the H200, where float's 96 and 128 rows gained 1 to 2%.
     constexpr bool interleaved = update_rows_interleaved<Scalar>();
     if (row_blocks == 8)
-      product(CompiledRowBlocks<8>());
+      product(CompiledInt<8>());
     else if (row_blocks == 16)
-      product(CompiledRowBlocks<16>());
+      product(CompiledInt<16>());
     else if (interleaved && row_blocks == 24)
-      product(CompiledRowBlocks<(interleaved ? 24 : 0)>());
+      product(CompiledInt<(interleaved ? 24 : 0)>());
     else if (interleaved && row_blocks == 32)
-      product(CompiledRowBlocks<(interleaved ? 32 : 0)>());
+      product(CompiledInt<(interleaved ? 32 : 0)>());
     else
-      product(CompiledRowBlocks<0>());
+      product(CompiledInt<0>());
   }
 }
 
