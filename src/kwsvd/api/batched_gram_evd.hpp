@@ -94,8 +94,8 @@ struct BatchedGramEvdFunctor {
                              ne * std::size_t(Impl::gram_evd_ld_b(int(ne))));
     ScratchVector<Scalar> Js(member.team_scratch(0),
                              RegisterN > 0 ? 0 : ne * std::size_t(Impl::gram_evd_ld_j(int(ne))));
-    ScratchVector<Scalar> c(member.team_scratch(0), pairs);
-    ScratchVector<Scalar> s(member.team_scratch(0), pairs);
+    ScratchVector<Scalar> c(member.team_scratch(0), 2 * pairs);  // two steps' rotations
+    ScratchVector<Scalar> s(member.team_scratch(0), 2 * pairs);
     ScratchVector<int> ints(member.team_scratch(0), Impl::gram_evd_int_count(int(ne)));
     StridedMatrix<const Scalar> a = B;
     a.data += b * b_batch_stride;
@@ -168,7 +168,9 @@ void launch_gram_evd(const ExecSpace& exec,
     // At most 256 threads, and registers capped for 4 such teams (64 per
     // thread): the kernel is bound by shared-memory traffic and latency, so
     // resident teams matter more than registers (74 uncapped in double).
-    launch_gram_evd_teams<Kokkos::LaunchBounds<256, 4>>(exec, functor, batch, threads / lanes,
+    auto with_lanes = functor;
+    with_lanes.control.vector_lanes = lanes;
+    launch_gram_evd_teams<Kokkos::LaunchBounds<256, 4>>(exec, with_lanes, batch, threads / lanes,
                                                         lanes, 1, scratch);
   } else if constexpr (!runs_off_host<ExecSpace>()) {
     // The host's team has one thread, which owns every row of J.

@@ -18,7 +18,9 @@
 // that computes its rotation. J <- J G rotates two columns per pair, also in
 // parallel, with J in scratch (ScratchEigenvectors) or, where it does not fit
 // beside B, in registers (RegisterEigenvectors). Two team barriers per step:
-// rotations from the current B, then the update.
+// rotations from the current B, then the update; with J in scratch, J's
+// rotation by a step runs during the next step's rotations, on the team's
+// threads that phase (a) leaves idle.
 
 #include <cstddef>
 #include <type_traits>
@@ -105,18 +107,17 @@ KOKKOS_INLINE_FUNCTION int gram_evd_offdiagonal_blocks(int n_even) {
 /// Flags of one team (GramEvdScratch::rotated).
 constexpr int gram_evd_flag_count = 5;
 
-/// Ints of one team's scratch: the step's pairs (one packed int each), the
+/// Ints of one team's scratch: two steps' pairs (one packed int each), the
 /// flags and the table of off-diagonal blocks (one packed int per block; at
 /// least n' of them, reused for the eigenvalues' ranks at the end).
 KOKKOS_INLINE_FUNCTION std::size_t gram_evd_int_count(int n_even) {
   const int blocks = gram_evd_offdiagonal_blocks(n_even);
-  return std::size_t(n_even / 2) + gram_evd_flag_count +
-         std::size_t(blocks > n_even ? blocks : n_even);
+  return std::size_t(n_even) + gram_evd_flag_count + std::size_t(blocks > n_even ? blocks : n_even);
 }
 
 /// Scratch one team needs for an n x n EVD: B (n' x n', leading dimension
 /// gram_evd_ld_b), J (n' x n', gram_evd_ld_j) unless it lives in registers, n' = n rounded up to
-/// even (odd n gets a decoupled zero row and column); the step's rotations
+/// even (odd n gets a decoupled zero row and column); two steps' rotations
 /// (c, s per pair) and the ints of gram_evd_int_count.
 template <class ExecSpace, class Scalar>
 std::size_t gram_evd_scratch_bytes(int n, bool j_in_scratch) {
@@ -125,7 +126,7 @@ std::size_t gram_evd_scratch_bytes(int n, bool j_in_scratch) {
          (j_in_scratch
               ? scratch_bytes_for<ExecSpace, Scalar>(ne * std::size_t(gram_evd_ld_j(int(ne))))
               : 0) +
-         2 * scratch_bytes_for<ExecSpace, Scalar>(ne / 2) +
+         2 * scratch_bytes_for<ExecSpace, Scalar>(ne) +
          scratch_bytes_for<ExecSpace, int>(gram_evd_int_count(int(ne)));
 }
 
@@ -155,9 +156,9 @@ template <class Scalar>
 struct GramEvdScratch {
   Scalar* B;  // n' x n', column-major, leading dimension gram_evd_ld_b(n')
   Scalar* J;  // n' x n', leading dimension gram_evd_ld_j(n') (null when J is in registers)
-  Scalar* c;  // per pair of the current step
+  Scalar* c;  // per pair, two steps: global step g's at (g & 1) n'/2 (step_buffers)
   Scalar* s;
-  int* pair_ij;  // per pair: the step's i | j << 16, i < j
+  int* pair_ij;  // per pair: the step's i | j << 16, i < j (two steps, as c and s)
   int* rotated;  // 5 flags: [0, 1] a rotation, [2, 3] a large one (see GramEvdStop),
                  // [4] a rotation that is not small (GramEvdControl::small_off2;
                  // fixed sweeps only)
@@ -168,8 +169,18 @@ struct GramEvdScratch {
   /// of them.
   KOKKOS_INLINE_FUNCTION void set_ints(int* ints, int n_even) {
     pair_ij = ints;
-    rotated = ints + n_even / 2;
+    rotated = ints + n_even;
     blocks = rotated + gram_evd_flag_count;
+  }
+
+  /// This scratch with c, s and pair_ij at global step g's half.
+  KOKKOS_INLINE_FUNCTION GramEvdScratch step_buffers(int g, int n_even) const {
+    GramEvdScratch at = *this;
+    const int offset = (g & 1) * (n_even / 2);
+    at.c += offset;
+    at.s += offset;
+    at.pair_ij += offset;
+    return at;
   }
 };
 
@@ -205,7 +216,30 @@ struct GramEvdControl {
   // scheduler/wcycle.hpp).
   Scalar small_off2 = 0;
   Scalar small_sin2 = 0;
+  // Vector lanes of the team's threads (the launch's): with J in scratch,
+  // the rotation of J by a step runs during the next step's rotations, on
+  // the threads after the first warp's (gram_evd_team).
+  int vector_lanes = 1;
 };
+
+/// f(q) for q in [0, count), spread over the team's threads from
+/// `first_thread` on (all of them when first_thread is 0), `lanes` vector
+/// lanes each, q = (thread - first_thread) lanes + lane first: the layout of
+/// TeamVectorRange over the threads left.
+template <class Member, class F>
+KOKKOS_INLINE_FUNCTION void for_team_items_from(const Member& member, int first_thread, int lanes,
+                                                int count, const F& f) {
+  const int threads = member.team_size();
+  const int stride = (threads - first_thread) * lanes;
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, threads), [&](const int t) {
+    if (t < first_thread)
+      return;
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, lanes), [&](const int lane) {
+      for (int q = (t - first_thread) * lanes + lane; q < count; q += stride)
+        f(q);
+    });
+  });
+}
 
 /// Position (P, Q), P <= Q, of upper-triangle block e of a w x w block grid:
 /// rows P and w - 1 - P are folded into one row of w + 1 blocks, so the
@@ -276,7 +310,8 @@ struct ScratchEigenvectors {
   /// 512^2 355 -> 350 ms, float 100^2 5.68 -> 5.45).
   template <class Member>
   KOKKOS_INLINE_FUNCTION void rotate(const Member& member, int ne, int /*step*/,
-                                     const GramEvdScratch<Scalar>& ws) const {
+                                     const GramEvdScratch<Scalar>& ws, int first_thread,
+                                     int lanes) const {
     // log2 of the items per pair, by selects: a loop here cost every thread
     // its iterations at every step, and the count kept in a register across
     // the steps made double's n' = 48 slower (64 registers).
@@ -301,7 +336,7 @@ struct ScratchEigenvectors {
       // Exactly two rows an item, without a loop: one with a run-time trip
       // count left float's n' = 64 (the same items as before) 3 to 7% slower
       // in the W-cycle.
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, count), [&](const int q) {
+      for_team_items_from(member, first_thread, lanes, count, [&](const int q) {
         const int P = q >> shift;
         const Scalar sp = ws.s[P];
         if (sp == Scalar(0))
@@ -311,7 +346,7 @@ struct ScratchEigenvectors {
       });
       return;
     }
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, count), [&](const int q) {
+    for_team_items_from(member, first_thread, lanes, count, [&](const int q) {
       const int P = q >> shift;
       const Scalar sp = ws.s[P];
       if (sp == Scalar(0))
@@ -385,7 +420,8 @@ struct RegisterEigenvectors {
 
   template <class Member>
   KOKKOS_INLINE_FUNCTION void rotate(const Member& /*member*/, int /*ne*/, int step,
-                                     const GramEvdScratch<Scalar>& ws) {
+                                     const GramEvdScratch<Scalar>& ws, int /*first_thread*/,
+                                     int /*lanes*/) {
     KWSVD_UNROLL
     for (int k = 0; k < NE / 2; ++k) {
       const Scalar s = ws.s[k];
@@ -594,7 +630,19 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
                 "J in registers is in column order only after whole sweeps");
   int quiet = 0;  // quiet_steps: steps in a row without rotations
   bool converged = ne < 2 || nothing_to_rotate;
-  for (int g = 0; !converged && sweeps < sweep_limit;) {
+  // With J in scratch, J <- J G of step g runs during step g + 1's phase
+  // (a), whose rotations take the first lanes (one warp on a GPU: 32 lanes
+  // per w <= 32) while the rest of the team would wait at its barrier; the
+  // first warp's threads then rotate no J. Step g's c, s and pairs stay in
+  // their half of the buffers until then (GramEvdScratch::step_buffers).
+  // J in registers is every thread's own rows: rotated in phase (b).
+  constexpr bool defer_j = !Eigenvectors::in_registers;
+  const int lanes = ctl.vector_lanes;
+  const int phase_a_threads = ((w + 31) / 32 * 32 + lanes - 1) / lanes;
+  const int j_first_thread = member.team_size() >= 2 * phase_a_threads ? phase_a_threads : 0;
+  int pending = -1;  // the step whose J rotation is pending, or -1
+  int g = 0;
+  for (; !converged && sweeps < sweep_limit;) {
     const int sweep_parity = sweeps & 1;
     ++sweeps;
     for (int step = 0; step < ne - 1; ++step, ++g) {
@@ -604,6 +652,7 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
       // sweep's first step), when every thread has read it as the previous.
       const int parity = mid_sweep ? (g & 1) : sweep_parity;
       int* const flag = ws.rotated + parity;
+      const GramEvdScratch<Scalar> now = ws.step_buffers(g, ne);
       // (a) The step's rotations, one pair per team lane, so that a single
       //     warp pays for the square roots and divisions (§II-D: the 2 x 2
       //     symmetric eigenproblem; the tangent is the one-sided kernel's).
@@ -632,10 +681,15 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
           if (stop == GramEvdStop::sweep_then_pass && dij * dij > ctl.tol * kmath::fabs(dii * djj))
             ws.rotated[2 + sweep_parity] = 1;  // a large rotation
         }
-        ws.pair_ij[P] = i | (j << 16);
-        ws.c[P] = c;
-        ws.s[P] = s;
+        now.pair_ij[P] = i | (j << 16);
+        now.c[P] = c;
+        now.s[P] = s;
       });
+      if constexpr (defer_j) {
+        if (pending >= 0)
+          vecs.rotate(member, ne, pending, ws.step_buffers(g - 1, ne), j_first_thread, lanes);
+        pending = -1;
+      }
       member.team_barrier();
       if constexpr (mid_sweep) {
         quiet = *flag != 0 ? 0 : quiet + 1;
@@ -658,13 +712,13 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
       Kokkos::parallel_for(Kokkos::TeamVectorRange(member, nblocks), [&](const int e) {
         const int PQ = ws.blocks[e];
         const int P = PQ & 0xffff, Q = PQ >> 16;
-        const int ij = ws.pair_ij[P];
+        const int ij = now.pair_ij[P];
         const int i = ij & 0xffff, j = ij >> 16;
-        const Scalar cp = ws.c[P], sp = ws.s[P];
-        const Scalar cq = ws.c[Q], sq = ws.s[Q];
+        const Scalar cp = now.c[P], sp = now.s[P];
+        const Scalar cq = now.c[Q], sq = now.s[Q];
         if (sp == Scalar(0) && sq == Scalar(0))
           return;  // neither pair rotated: the block is unchanged
-        const int kl = ws.pair_ij[Q];
+        const int kl = now.pair_ij[Q];
         const int k = kl & 0xffff, l = kl >> 16;
         auto upper = [&](const int a, const int b) -> Scalar& {
           return a < b ? B[a + ldb * b] : B[b + ldb * a];
@@ -682,8 +736,12 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
         bil = cp * yil - sp * yjl;
         bjl = sp * yil + cp * yjl;
       });
-      // ... and J <- J G (no barrier between: the two touch disjoint arrays).
-      vecs.rotate(member, ne, step, ws);
+      // ... and J <- J G: with J in registers now (no barrier between: the
+      // two touch disjoint arrays), else during the next phase (a).
+      if constexpr (defer_j)
+        pending = step;
+      else
+        vecs.rotate(member, ne, step, now, 0, lanes);
       member.team_barrier();
     }
     if constexpr (!mid_sweep)
@@ -693,6 +751,13 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
       // pass; if the pass finds a pair, that sweep rotates it or one before.
       if (!converged && ws.rotated[2 + sweep_parity] == 0 && sweeps < sweep_limit)
         converged = !rotation_needed(ws.rotated + (sweep_parity ^ 1));
+    }
+  }
+
+  if constexpr (defer_j) {
+    if (pending >= 0) {  // the last step's J <- J G
+      vecs.rotate(member, ne, pending, ws.step_buffers(g - 1, ne), 0, lanes);
+      member.team_barrier();
     }
   }
 
