@@ -633,12 +633,16 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
   // With J in scratch, J <- J G of step g runs during step g + 1's phase
   // (a), whose rotations take the first lanes (one warp on a GPU: 32 lanes
   // per w <= 32) while the rest of the team would wait at its barrier; the
-  // first warp's threads then rotate no J. Step g's c, s and pairs stay in
+  // first warp's threads then rotate no J (on a wider wavefront its other
+  // lanes rotate some: still correct). Teams of fewer than twice those
+  // threads (the host's single thread) rotate J on all of them. Step g's c, s and pairs stay in
   // their half of the buffers until then (GramEvdScratch::step_buffers).
   // J in registers is every thread's own rows: rotated in phase (b).
   constexpr bool defer_j = !Eigenvectors::in_registers;
   const int lanes = ctl.vector_lanes;
-  const int phase_a_threads = ((w + 31) / 32 * 32 + lanes - 1) / lanes;
+  constexpr int lane_group = 32;  // lanes that run in lockstep: an NVIDIA warp
+  const int phase_a_lanes = (w + lane_group - 1) / lane_group * lane_group;
+  const int phase_a_threads = (phase_a_lanes + lanes - 1) / lanes;
   const int j_first_thread = member.team_size() >= 2 * phase_a_threads ? phase_a_threads : 0;
   int pending = -1;  // the step whose J rotation is pending, or -1
   int g = 0;
