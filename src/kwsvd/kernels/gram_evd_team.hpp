@@ -117,8 +117,9 @@ KOKKOS_INLINE_FUNCTION std::size_t gram_evd_int_count(int n_even) {
 
 /// Scratch one team needs for an n x n EVD: B (n' x n', leading dimension
 /// gram_evd_ld_b), J (n' x n', gram_evd_ld_j) unless it lives in registers, n' = n rounded up to
-/// even (odd n gets a decoupled zero row and column); two steps' rotations
-/// (c, s per pair) and the ints of gram_evd_int_count.
+/// even (odd n gets a decoupled zero row and column); the rotations (c, s
+/// per pair: two steps' with J in scratch, whose rotation by a step runs
+/// during the next one, see gram_evd_team) and the ints of gram_evd_int_count.
 template <class ExecSpace, class Scalar>
 std::size_t gram_evd_scratch_bytes(int n, bool j_in_scratch) {
   const std::size_t ne = std::size_t(n + (n & 1));
@@ -126,7 +127,7 @@ std::size_t gram_evd_scratch_bytes(int n, bool j_in_scratch) {
          (j_in_scratch
               ? scratch_bytes_for<ExecSpace, Scalar>(ne * std::size_t(gram_evd_ld_j(int(ne))))
               : 0) +
-         2 * scratch_bytes_for<ExecSpace, Scalar>(ne) +
+         2 * scratch_bytes_for<ExecSpace, Scalar>(j_in_scratch ? ne : ne / 2) +
          scratch_bytes_for<ExecSpace, int>(gram_evd_int_count(int(ne)));
 }
 
@@ -225,19 +226,25 @@ struct GramEvdControl {
 /// f(q) for q in [0, count), spread over the team's threads from
 /// `first_thread` on (all of them when first_thread is 0), `lanes` vector
 /// lanes each, q = (thread - first_thread) lanes + lane first: the layout of
-/// TeamVectorRange over the threads left.
+/// TeamVectorRange over the threads left. All threads take TeamVectorRange
+/// itself; the others find their rank from the member instead of a thread
+/// range over the whole team, whose extra loop and test cost every thread
+/// instructions at every step (H200, one W-cycle EVD launch at float n' =
+/// 64: 185.9 M -> 183.3 M instructions, 289 -> 282 us).
 template <class Member, class F>
 KOKKOS_INLINE_FUNCTION void for_team_items_from(const Member& member, int first_thread, int lanes,
                                                 int count, const F& f) {
-  const int threads = member.team_size();
-  const int stride = (threads - first_thread) * lanes;
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, threads), [&](const int t) {
-    if (t < first_thread)
-      return;
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, lanes), [&](const int lane) {
-      for (int q = (t - first_thread) * lanes + lane; q < count; q += stride)
-        f(q);
-    });
+  if (first_thread == 0) {
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, count), f);
+    return;
+  }
+  const int t = member.team_rank() - first_thread;
+  if (t < 0)
+    return;
+  const int stride = (member.team_size() - first_thread) * lanes;
+  Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, lanes), [&](const int lane) {
+    for (int q = t * lanes + lane; q < count; q += stride)
+      f(q);
   });
 }
 
@@ -460,33 +467,39 @@ struct RegisterEigenvectors {
   /// After whole sweeps only, when slot k holds column k (gram_evd_stop).
   /// Each thread holds rows, so the columns' corrections to unit norm
   /// (unit_norm_corrections) come from `out` once the team has written it,
-  /// and each thread then writes its rows again, corrected. `work`:
-  /// unit_norm_work_scalars(n) + n scalars of scratch.
+  /// and each thread then corrects its rows there, reading back what it
+  /// wrote: J's registers are dead after the first write. (Kept live for a
+  /// second write from registers, they doubled the kernel's spill loads at
+  /// n = 64 in double, 388 -> 748 bytes, and cost 14% at batch 10000.)
+  /// `work`: unit_norm_work_scalars(n) + n scalars of scratch.
   template <class Member>
   KOKKOS_INLINE_FUNCTION void write(const Member& member, int /*ne*/, int n, const int* rank,
                                     const StridedMatrix<Scalar>& out, Scalar* work) const {
     const int t = member.team_rank(), T = member.team_size();
     Scalar* const factors = work + unit_norm_work_scalars(n);
-    const auto write_rows = [&](const bool corrected) {
-      KWSVD_UNROLL
-      for (int q = 0; q < Rows; ++q) {
-        const int row = t + q * T;
-        if (row < n) {
-          KWSVD_UNROLL
-          for (int k = 0; k < NE; ++k)
-            if (k < n) {
-              const Scalar x = v[q][k];
-              out(row, rank[k]) = corrected ? x + factors[rank[k]] * x : x;
-            }
-        }
+    KWSVD_UNROLL
+    for (int q = 0; q < Rows; ++q) {
+      const int row = t + q * T;
+      if (row < n) {
+        KWSVD_UNROLL
+        for (int k = 0; k < NE; ++k)
+          if (k < n)
+            out(row, rank[k]) = v[q][k];
       }
-    };
-    write_rows(false);
+    }
     // A team barrier makes the team's writes to memory visible to the team.
     member.team_barrier();
     unit_norm_corrections(
         member, n, [&](const int r, const int c) { return out(r, c); }, work, factors);
-    write_rows(true);
+    for (int q = 0; q < Rows; ++q) {
+      const int row = t + q * T;
+      if (row < n) {
+        for (int c = 0; c < n; ++c) {
+          const Scalar x = out(row, c);
+          out(row, c) = x + factors[c] * x;
+        }
+      }
+    }
   }
 };
 
@@ -656,7 +669,7 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
       // sweep's first step), when every thread has read it as the previous.
       const int parity = mid_sweep ? (g & 1) : sweep_parity;
       int* const flag = ws.rotated + parity;
-      const GramEvdScratch<Scalar> now = ws.step_buffers(g, ne);
+      const GramEvdScratch<Scalar> now = defer_j ? ws.step_buffers(g, ne) : ws;
       // (a) The step's rotations, one pair per team lane, so that a single
       //     warp pays for the square roots and divisions (§II-D: the 2 x 2
       //     symmetric eigenproblem; the tangent is the one-sided kernel's).
