@@ -60,8 +60,10 @@ struct hooks_bound_small_rotations<Hooks, std::void_t<decltype(&Hooks::small_off
 
 // Pointers and strides only, like the SVD closure (see batched_small_svd.hpp).
 // RegisterN > 0: n' = RegisterN and J in registers (RegisterEigenvectors);
-// 0: J in scratch. Hooks: GramEvdNoHooks or the caller's.
-template <class ExecSpace, class Scalar, int RegisterN, class Hooks = GramEvdNoHooks>
+// 0: J in scratch, its rotation deferred where DeferJ
+// (ScratchEigenvectors). Hooks: GramEvdNoHooks or the caller's.
+template <class ExecSpace, class Scalar, int RegisterN, class Hooks = GramEvdNoHooks,
+          bool DeferJ = true>
 struct BatchedGramEvdFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   template <class T>
@@ -113,7 +115,7 @@ struct BatchedGramEvdFunctor {
         RegisterEigenvectors<Scalar, RegisterN, register_rows> vecs;
         gram_evd_team(member, source, n, ws, out, control, vecs);
       } else {
-        ScratchEigenvectors<Scalar> vecs{Js.data()};
+        ScratchEigenvectors<Scalar, DeferJ> vecs{Js.data()};
         gram_evd_team(member, source, n, ws, out, control, vecs);
       }
     };
@@ -155,12 +157,13 @@ void launch_gram_evd_teams(const ExecSpace& exec, const Functor& functor, int ba
   Kokkos::parallel_for("kwsvd::batched_gram_evd", policy, functor);
 }
 
-/// One launch of BatchedGramEvdFunctor<ExecSpace, Scalar, RegisterN, Hooks>.
+/// One launch of BatchedGramEvdFunctor<ExecSpace, Scalar, RegisterN, Hooks, DeferJ>.
 /// `threads`: the team size asked for.
-template <int RegisterN, class ExecSpace, class Scalar, class Hooks>
-void launch_gram_evd(const ExecSpace& exec,
-                     const BatchedGramEvdFunctor<ExecSpace, Scalar, RegisterN, Hooks>& functor,
-                     int batch, int threads) {
+template <int RegisterN, class ExecSpace, class Scalar, class Hooks, bool DeferJ>
+void launch_gram_evd(
+    const ExecSpace& exec,
+    const BatchedGramEvdFunctor<ExecSpace, Scalar, RegisterN, Hooks, DeferJ>& functor, int batch,
+    int threads) {
   const std::size_t scratch =
       Impl::gram_evd_scratch_bytes<ExecSpace, Scalar>(functor.n, RegisterN == 0);
   if constexpr (RegisterN == 0) {
@@ -297,19 +300,31 @@ void batched_gram_evd_hooked(const ExecSpace& exec, const BView& B, const Lambda
   }
   Impl::with_gram_evd_register_size(in_registers ? int(n + (n & 1)) : 0, [&](auto size) {
     constexpr int register_n = decltype(size)::value;
-    const Impl::BatchedGramEvdFunctor<ExecSpace, Scalar, register_n, Hooks> functor{
-        Impl::matrix_of<const Scalar>(B, 0),
-        std::ptrdiff_t(B.stride(0)),
-        lambda.data(),
-        std::ptrdiff_t(lambda.stride(0)),
-        std::ptrdiff_t(lambda.stride(1)),
-        Impl::matrix_of<Scalar>(J, 0),
-        std::ptrdiff_t(J.stride(0)),
-        info.data(),
-        int(n),
-        control,
-        hooks};
-    Impl::launch_gram_evd(exec, functor, int(batch), threads);
+    const auto launch = [&](auto defer) {
+      const Impl::BatchedGramEvdFunctor<ExecSpace, Scalar, register_n, Hooks,
+                                        decltype(defer)::value>
+          functor{Impl::matrix_of<const Scalar>(B, 0),
+                  std::ptrdiff_t(B.stride(0)),
+                  lambda.data(),
+                  std::ptrdiff_t(lambda.stride(0)),
+                  std::ptrdiff_t(lambda.stride(1)),
+                  Impl::matrix_of<Scalar>(J, 0),
+                  std::ptrdiff_t(J.stride(0)),
+                  info.data(),
+                  int(n),
+                  control,
+                  hooks};
+      Impl::launch_gram_evd(exec, functor, int(batch), threads);
+    };
+    // Double always defers J's rotation (one kernel); float only below
+    // gram_evd_defers_j_rotation's batch (a second kernel).
+    if constexpr (register_n == 0 && sizeof(Scalar) < 8) {
+      if (!Impl::gram_evd_defers_j_rotation(long(batch), int(sizeof(Scalar)))) {
+        launch(std::false_type{});
+        return;
+      }
+    }
+    launch(std::true_type{});
   });
 }
 

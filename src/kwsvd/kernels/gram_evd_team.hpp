@@ -285,10 +285,12 @@ KOKKOS_INLINE_FUNCTION void upper_block(int w, float inv_w1, int e, int& P, int&
 enum class GramEvdStop { sweep, quiet_steps, sweep_then_pass };
 
 /// J in level-0 scratch, any n: J <- J G rotates the two columns of every
-/// pair in place.
-template <class Scalar>
+/// pair in place. DeferRotation: J's rotation by a step runs during the next
+/// step's rotations (gram_evd_team; tuning: gram_evd_defers_j_rotation).
+template <class Scalar, bool DeferRotation = true>
 struct ScratchEigenvectors {
   static constexpr bool in_registers = false;
+  static constexpr bool defers_rotation = DeferRotation;
   Scalar* J;  // n' x n', leading dimension gram_evd_ld_j(n')
 
   /// Most items per pair in rotate: 128 bytes of a column, which a GPU's
@@ -412,6 +414,7 @@ struct RegisterEigenvectors {
   static_assert(NE >= 8 && NE % 2 == 0 && Rows >= 1, "an even size of at least 8");
   static constexpr int ring = NE - 1;
   static constexpr bool in_registers = true;
+  static constexpr bool defers_rotation = false;
   Scalar v[Rows][NE];
 
   template <class Member>
@@ -650,8 +653,9 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
   // lanes rotate some: still correct). Teams of fewer than twice those
   // threads (the host's single thread) rotate J on all of them. Step g's c, s and pairs stay in
   // their half of the buffers until then (GramEvdScratch::step_buffers).
-  // J in registers is every thread's own rows: rotated in phase (b).
-  constexpr bool defer_j = !Eigenvectors::in_registers;
+  // J in registers is every thread's own rows: rotated in phase (b), as is
+  // J in scratch that does not defer (Eigenvectors::defers_rotation).
+  constexpr bool defer_j = Eigenvectors::defers_rotation;
   const int lanes = ctl.vector_lanes;
   constexpr int lane_group = 32;  // lanes that run in lockstep: an NVIDIA warp
   const int phase_a_lanes = (w + lane_group - 1) / lane_group * lane_group;
@@ -753,8 +757,8 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
         bil = cp * yil - sp * yjl;
         bjl = sp * yil + cp * yjl;
       });
-      // ... and J <- J G: with J in registers now (no barrier between: the
-      // two touch disjoint arrays), else during the next phase (a).
+      // ... and J <- J G: now (no barrier between: the two touch disjoint
+      // arrays), or deferred to the next phase (a).
       if constexpr (defer_j)
         pending = step;
       else

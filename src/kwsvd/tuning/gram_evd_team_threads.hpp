@@ -57,6 +57,21 @@ inline int wcycle_gram_evd_team_threads(int n, int scalar_bytes) {
   return scalar_bytes >= 8 && n > 32 ? 192 : 256;
 }
 
+/// Whether a launch of `batch` EVDs with J in scratch defers J's rotation by
+/// a step to the next step's rotations, on the threads after the first warp
+/// (gram_evd_team), instead of rotating J after the step's block update.
+/// That fills phase (a)'s idle threads but leaves J's rows to fewer of
+/// them. H200, perf_gram_evd at batch 10000, deferred against not
+/// (`-gram_evd-regression-*.json`, gram_evd.md): double n = 16 / 32 / 48
+/// -7 / -13 / -16%, float +4 / +12 / +3 / +2% at n = 16 / 32 / 48 / 64 (its
+/// n = 32 on 64 threads from batch 5000, so J on one warp); the W-cycle's
+/// float launches, 40 to about 2300 EVDs, gain up to 3.6% at batch 10 and
+/// are within 1% elsewhere (wcycle.md). So double always defers, float
+/// below the batch at which gram_evd_team_threads shrinks its teams.
+inline bool gram_evd_defers_j_rotation(long batch, int scalar_bytes) {
+  return scalar_bytes >= 8 || batch < 5000;
+}
+
 /// Teams per SM that the register cap of the J-in-registers kernel aims at
 /// (Kokkos::LaunchBounds, 64 threads a team, 64K registers an SM): J's
 /// registers plus 40, n = 64 in double giving 6 teams of 168 registers.
