@@ -226,11 +226,11 @@ struct GramEvdControl {
 /// f(q) for q in [0, count), spread over the team's threads from
 /// `first_thread` on (all of them when first_thread is 0), `lanes` vector
 /// lanes each, q = (thread - first_thread) lanes + lane first: the layout of
-/// TeamVectorRange over the threads left. All threads take TeamVectorRange
-/// itself; the others find their rank from the member instead of a thread
-/// range over the whole team, whose extra loop and test cost every thread
-/// instructions at every step (H200, one W-cycle EVD launch at float n' =
-/// 64: 185.9 M -> 183.3 M instructions, 289 -> 282 us).
+/// TeamVectorRange over the threads left. With every thread taking part it
+/// is TeamVectorRange itself; otherwise each thread finds its rank from the
+/// member instead of a thread range over the whole team, whose extra loop
+/// and test cost every thread instructions at every step (H200, one W-cycle EVD launch at float n'
+/// = 64: 185.9 M -> 183.3 M instructions, 289 -> 282 us).
 template <class Member, class F>
 KOKKOS_INLINE_FUNCTION void for_team_items_from(const Member& member, int first_thread, int lanes,
                                                 int count, const F& f) {

@@ -65,9 +65,10 @@ inline int wcycle_gram_evd_team_threads(int n, int scalar_bytes) {
 /// (`-gram_evd-regression-*.json`, gram_evd.md): double n = 16 / 32 / 48
 /// -7 / -13 / -16%, float +4 / +12 / +3 / +2% at n = 16 / 32 / 48 / 64 (its
 /// n = 32 on 64 threads from batch 5000, so J on one warp); the W-cycle's
-/// float launches, 40 to about 2300 EVDs, gain up to 3.6% at batch 10 and
-/// are within 1% elsewhere (wcycle.md). So double always defers, float
-/// below the batch at which gram_evd_team_threads shrinks its teams.
+/// float launches (tens of EVDs at Fig. 8(b)'s batch 10, a few thousand at
+/// most) gain up to 3.6% at batch 10 and are within 1% elsewhere
+/// (wcycle.md). So double always defers, float below the batch at which
+/// gram_evd_team_threads shrinks its teams.
 inline bool gram_evd_defers_j_rotation(long batch, int scalar_bytes) {
   return scalar_bytes >= 8 || batch < 5000;
 }
