@@ -316,9 +316,10 @@ void batched_gram_evd_hooked(const ExecSpace& exec, const BView& B, const Lambda
                   hooks};
       Impl::launch_gram_evd(exec, functor, int(batch), threads);
     };
-    // Double always defers J's rotation (one kernel); float only below
-    // gram_evd_defers_j_rotation's batch (a second kernel).
-    if constexpr (register_n == 0 && sizeof(Scalar) < 8) {
+    // A kernel that does not defer J's rotation exists only for the types
+    // whose choice depends on the batch (gram_evd_defers_j_rotation).
+    if constexpr (register_n == 0 &&
+                  !Impl::gram_evd_always_defers_j_rotation(int(sizeof(Scalar)))) {
       if (!Impl::gram_evd_defers_j_rotation(long(batch), int(sizeof(Scalar)))) {
         launch(std::false_type{});
         return;

@@ -229,8 +229,9 @@ struct GramEvdControl {
 /// TeamVectorRange over the threads left. With every thread taking part it
 /// is TeamVectorRange itself; otherwise each thread finds its rank from the
 /// member instead of a thread range over the whole team, whose extra loop
-/// and test cost every thread instructions at every step (H200, one W-cycle EVD launch at float n'
-/// = 64: 185.9 M -> 183.3 M instructions, 289 -> 282 us).
+/// and test cost every thread instructions at every step (H200, one W-cycle
+/// EVD launch at float n' = 64: 185.9 M -> 183.3 M instructions, 289 -> 282
+/// us).
 template <class Member, class F>
 KOKKOS_INLINE_FUNCTION void for_team_items_from(const Member& member, int first_thread, int lanes,
                                                 int count, const F& f) {
@@ -651,8 +652,9 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
   // per w <= 32) while the rest of the team would wait at its barrier; the
   // first warp's threads then rotate no J (on a wider wavefront its other
   // lanes rotate some: still correct). Teams of fewer than twice those
-  // threads (the host's single thread) rotate J on all of them. Step g's c, s and pairs stay in
-  // their half of the buffers until then (GramEvdScratch::step_buffers).
+  // threads (the host's single thread) rotate J on all of them. Step g's c,
+  // s and pairs stay in their half of the buffers until then
+  // (GramEvdScratch::step_buffers).
   // J in registers is every thread's own rows: rotated in phase (b), as is
   // J in scratch that does not defer (Eigenvectors::defers_rotation).
   constexpr bool defer_j = Eigenvectors::defers_rotation;

@@ -8,6 +8,13 @@
 
 namespace kwsvd::Impl {
 
+/// The batch from which the EVDs of one launch fill an H200 many times over,
+/// so that resident teams matter more than each team's latency: smaller
+/// teams (gram_evd_team_threads), capped registers with J in registers
+/// (gram_evd_register_capped), J's rotation after the block update in float
+/// (gram_evd_defers_j_rotation). Measured at batches 1000 and 10000.
+constexpr long gram_evd_large_batch = 5000;
+
 /// Fitted by hand to BM_kwsvd_gram_evd_threads of perf_gram_evd (team sizes
 /// 32 to 256, n in {16, 32, 48, 64}, batches 1000 and 10000, float and
 /// double) on an H200 (perf_tests/results/). Once the batch fills the GPU
@@ -23,9 +30,9 @@ inline int gram_evd_team_threads(int n, long batch, int scalar_bytes, bool j_in_
   if (j_in_registers)
     return (n + (n & 1) + 31) / 32 * 32;
   if (n <= 16)
-    return batch >= 5000 ? 32 : 128;
+    return batch >= gram_evd_large_batch ? 32 : 128;
   if (n <= 32)
-    return scalar_bytes < 8 && batch >= 5000 ? 64 : 128;
+    return scalar_bytes < 8 && batch >= gram_evd_large_batch ? 64 : 128;
   if (n <= 48)
     return scalar_bytes >= 8 ? 256 : 128;
   return 256;
@@ -67,10 +74,14 @@ inline int wcycle_gram_evd_team_threads(int n, int scalar_bytes) {
 /// n = 32 on 64 threads from batch 5000, so J on one warp); the W-cycle's
 /// float launches (tens of EVDs at Fig. 8(b)'s batch 10, a few thousand at
 /// most) gain up to 3.6% at batch 10 and are within 1% elsewhere
-/// (wcycle.md). So double always defers, float below the batch at which
-/// gram_evd_team_threads shrinks its teams.
+/// (wcycle.md). So double always defers (known at compile time: one
+/// kernel), float below the batch at which gram_evd_team_threads shrinks its
+/// teams (two kernels).
+constexpr bool gram_evd_always_defers_j_rotation(int scalar_bytes) {
+  return scalar_bytes >= 8;
+}
 inline bool gram_evd_defers_j_rotation(long batch, int scalar_bytes) {
-  return scalar_bytes >= 8 || batch < 5000;
+  return gram_evd_always_defers_j_rotation(scalar_bytes) || batch < gram_evd_large_batch;
 }
 
 /// Teams per SM that the register cap of the J-in-registers kernel aims at
@@ -89,7 +100,7 @@ constexpr int gram_evd_register_capped_teams(int n_even, int scalar_bytes) {
 /// 43.4, 100000 396 against 427. More resident teams pay once the batch
 /// fills the GPU many times over, as for the team sizes above.
 inline bool gram_evd_register_capped(long batch) {
-  return batch >= 5000;
+  return batch >= gram_evd_large_batch;
 }
 
 }  // namespace kwsvd::Impl
