@@ -227,54 +227,58 @@ TYPED_TEST(TailoredGemm, GramIsTheSameRunToRun) {
 TYPED_TEST(TailoredGemm, FusedUpdateMatchesReferenceForEveryWidth) {
   using T = typename TestFixture::TestScalar;
   using L = typename TestFixture::TestLayout;
-  for (int w : {4, 8, 16, 24, 32, 48}) {
-    for (int delta : {16, 201}) {
-      Level<T, L> level(w, this->mixed_rows, 300 + w);
-      const int n2 = 2 * w;
-      // A different J per pair (any matrix: the kernel is a GEMM).
-      std::vector<std::vector<double>> js;
-      Kokkos::View<T*> J("J", level.tasks.size() * n2 * n2);
-      auto jh = Kokkos::create_mirror_view(J);
-      for (std::size_t t = 0; t < level.tasks.size(); ++t) {
-        const auto r = kwsvd::test::random_matrix<T>(n2, n2, 900 + t);
-        js.emplace_back(r.begin(), r.end());
-        for (int e = 0; e < n2 * n2; ++e)
-          jh(t * n2 * n2 + e) = r[std::size_t(e)];
-      }
-      Kokkos::deep_copy(J, jh);
-      // Matrix 2 is masked (converged), and pair 1 does not rotate (J = I,
-      // here a random J that must not be applied): both must come back
-      // untouched.
-      const auto mask = mask_of(level.rows.size(), 2);
-      const auto rotates = mask_of(level.tasks.size(), 1, 0);
-      auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(level.task_rows(), {w, delta, 128});
-      kwsvd::Impl::launch_pair_update(Exec(), work, level.tasks_d.data(), mask.data(), J.data(),
-                                      rotates.data());
-      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), level.A);
-      for (std::size_t t = 0; t < level.tasks.size(); ++t) {
-        const auto& task = level.tasks[t];
-        const bool masked = task.matrix == 2 || t == 1;
-        for (int c = 0; c < n2; ++c) {
-          const int col = task.column(c, w);
-          if (col < 0)
-            continue;
-          for (int r = 0; r < task.rows; ++r) {
-            double ref = 0, mag = 0;
-            for (int k = 0; k < n2; ++k) {
-              ref += level.x(t, r, k) * js[t][k + std::size_t(n2) * c];
-              mag += std::abs(level.x(t, r, k) * js[t][k + std::size_t(n2) * c]);
+  // Both widths of the update's items (4 x 4, and 4 x 8 in float with J in
+  // scratch) on every backend, whichever the launch's size would pick.
+  using kwsvd::Impl::UpdateItems;
+  for (int w : {4, 8, 16, 24, 32, 48})
+    for (int delta : {16, 201})
+      for (UpdateItems items : {UpdateItems::narrow, UpdateItems::wide}) {
+        Level<T, L> level(w, this->mixed_rows, 300 + w);
+        const int n2 = 2 * w;
+        // A different J per pair (any matrix: the kernel is a GEMM).
+        std::vector<std::vector<double>> js;
+        Kokkos::View<T*> J("J", level.tasks.size() * n2 * n2);
+        auto jh = Kokkos::create_mirror_view(J);
+        for (std::size_t t = 0; t < level.tasks.size(); ++t) {
+          const auto r = kwsvd::test::random_matrix<T>(n2, n2, 900 + t);
+          js.emplace_back(r.begin(), r.end());
+          for (int e = 0; e < n2 * n2; ++e)
+            jh(t * n2 * n2 + e) = r[std::size_t(e)];
+        }
+        Kokkos::deep_copy(J, jh);
+        // Matrix 2 is masked (converged), and pair 1 does not rotate (J = I,
+        // here a random J that must not be applied): both must come back
+        // untouched.
+        const auto mask = mask_of(level.rows.size(), 2);
+        const auto rotates = mask_of(level.tasks.size(), 1, 0);
+        auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(level.task_rows(), {w, delta, 128});
+        kwsvd::Impl::launch_pair_update(Exec(), work, level.tasks_d.data(), mask.data(), J.data(),
+                                        rotates.data(), items);
+        auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), level.A);
+        for (std::size_t t = 0; t < level.tasks.size(); ++t) {
+          const auto& task = level.tasks[t];
+          const bool masked = task.matrix == 2 || t == 1;
+          for (int c = 0; c < n2; ++c) {
+            const int col = task.column(c, w);
+            if (col < 0)
+              continue;
+            for (int r = 0; r < task.rows; ++r) {
+              double ref = 0, mag = 0;
+              for (int k = 0; k < n2; ++k) {
+                ref += level.x(t, r, k) * js[t][k + std::size_t(n2) * c];
+                mag += std::abs(level.x(t, r, k) * js[t][k + std::size_t(n2) * c]);
+              }
+              if (masked)
+                ref = level.x(t, r, c), mag = 0;
+              const double tol = 2 * kwsvd::test::gamma<T>(n2);
+              ASSERT_LE(std::abs(double(h(task.matrix, r, col)) - ref), tol * mag)
+                  << "w " << w << " delta " << delta << " task " << t << " row " << r << " col "
+                  << col << (items == UpdateItems::wide ? " wide" : " narrow")
+                  << (masked ? " (masked or not rotating)" : "");
             }
-            if (masked)
-              ref = level.x(t, r, c), mag = 0;
-            const double tol = 2 * kwsvd::test::gamma<T>(n2);
-            ASSERT_LE(std::abs(double(h(task.matrix, r, col)) - ref), tol * mag)
-                << "w " << w << " delta " << delta << " task " << t << " row " << r << " col "
-                << col << (masked ? " (masked or not rotating)" : "");
           }
         }
       }
-    }
-  }
 }
 
 TYPED_TEST(TailoredGemm, MaskedGramLeavesItsOutputAlone) {

@@ -580,11 +580,24 @@ KOKKOS_INLINE_FUNCTION void load_update_chunk(const Member& member, const BlockP
 /// X loads are 8 consecutive scalars and its J loads 4 consecutive tile rows.
 constexpr int update_lane_blocks = 8;
 
+/// Output columns of one wide update item: 8 for float with J in scratch
+/// (a 4 x 8 tile: per step of k, one 16-byte load of X and two of J for 32
+/// FMAs, where two 4 x 4 items take four: the product is bound by
+/// shared-memory wavefronts, a 16-byte load costing four a warp), when 2w
+/// allows; else 4, the narrow item. H200, 1000 pairs of 512 x 48: 0.138 ->
+/// 0.119 ms. Double would need 64 accumulator registers for it, past its
+/// 80-register cap with the loads. launch_pair_update picks the width.
+template <class Scalar, bool JInScratch>
+KOKKOS_INLINE_FUNCTION constexpr int update_wide_item_cols(int w) {
+  return sizeof(Scalar) <= 4 && JInScratch && (2 * w) % (2 * gemm_tile) == 0 ? 2 * gemm_tile
+                                                                             : gemm_tile;
+}
+
 /// Work items of an update chunk of `rows` rows: 4-row blocks, rounded up to
-/// whole lane runs, times the 2w / 4 column groups.
-KOKKOS_INLINE_FUNCTION constexpr int update_chunk_items(int rows, int w) {
+/// whole lane runs, times the 2w / item_cols column groups.
+KOKKOS_INLINE_FUNCTION constexpr int update_chunk_items(int rows, int w, int item_cols) {
   return (update_row_blocks(rows) + update_lane_blocks - 1) / update_lane_blocks *
-         update_lane_blocks * (2 * w / gemm_tile);
+         update_lane_blocks * (2 * w / item_cols);
 }
 
 /// Copies J (2w x 2w, column-major) into scratch Jt transposed (row k of J
@@ -642,22 +655,24 @@ KOKKOS_INLINE_FUNCTION constexpr std::ptrdiff_t stride_value(CompiledInt<N>) {
 /// written to the task's rows [row0, row0 + rows): item (row block b, column
 /// group g) computes rows b + i B (i < 4, B the chunk's row blocks; a
 /// warp's threads take consecutive rows, so its stores are contiguous) of
-/// output columns 4g..4g+3, found in `offsets` (load_update_columns).
+/// output columns ItemCols g .. ItemCols g + ItemCols - 1
+/// (4, or update_wide_item_cols), found in `offsets` (load_update_columns).
 /// RowBlocks > 0: compiled for row_blocks == RowBlocks (update_plate_team
 /// compiles the full chunks of tailored_update_chunk_rows: 32 and 64 rows,
 /// in float also 96 and 128), so that the X loads take constant offsets
 /// from one pointer: in double, whose rows are not interleaved, a run-time
 /// leading dimension cost an integer instruction per load.
-template <int RowBlocks, bool JInScratch, class Member, class Scalar>
+template <int RowBlocks, bool JInScratch, int ItemCols, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void update_chunk_product(const Member& member,
                                                  const BlockPairTask<Scalar>& t, int w,
                                                  float inv_groups, int row0, int rows,
                                                  int row_blocks_, const Scalar* Js, const Scalar* X,
                                                  const std::ptrdiff_t* offsets) {
+  static_assert(ItemCols % gemm_tile == 0 && (JInScratch || ItemCols == gemm_tile));
   const int row_blocks = RowBlocks > 0 ? RowBlocks : row_blocks_;
-  const int cols = 2 * w, groups = cols / gemm_tile;
+  const int cols = 2 * w, groups = cols / ItemCols;
   Kokkos::parallel_for(
-      Kokkos::TeamThreadRange(member, update_chunk_items(rows, w)), [&](const int e) {
+      Kokkos::TeamThreadRange(member, update_chunk_items(rows, w, ItemCols)), [&](const int e) {
         // Lane-fastest: update_lane_blocks consecutive row blocks of one
         // column group, then the next group, then the next lane run
         // (inv_groups = 1 / groups: the quotient from a float reciprocal).
@@ -667,7 +682,7 @@ KOKKOS_INLINE_FUNCTION void update_chunk_product(const Member& member,
         const int rb = group_run * update_lane_blocks + lane;
         if (rb >= row_blocks)
           return;
-        Scalar out[gemm_tile][gemm_tile] = {};
+        Scalar out[gemm_tile][ItemCols] = {};
         // Pointers advanced by one column of X and one row of J a step
         // (no index arithmetic in the loop). Interleaved, the item's rows
         // rb + i B sit at slots 4 rb + i: one tile row, 16-byte aligned
@@ -675,9 +690,9 @@ KOKKOS_INLINE_FUNCTION void update_chunk_product(const Member& member,
         // written.
         constexpr bool interleaved = update_rows_interleaved<Scalar>();
         const Scalar* xk = X + (interleaved ? gemm_tile * rb : rb);
-        const Scalar* jk = JInScratch ? Js + gemm_tile * g : Js + cols * (gemm_tile * g);
+        const Scalar* jk = JInScratch ? Js + ItemCols * g : Js + cols * (ItemCols * g);
         for (int k = 0; k < cols; ++k, xk += gemm_tile * row_blocks) {
-          Scalar x[gemm_tile], j[gemm_tile];
+          Scalar x[gemm_tile], j[ItemCols];
           if constexpr (interleaved) {
             load_tile_row(xk, x);
           } else {
@@ -686,7 +701,14 @@ KOKKOS_INLINE_FUNCTION void update_chunk_product(const Member& member,
               x[i] = xk[i * row_blocks];
           }
           if constexpr (JInScratch) {
-            load_tile_row(jk, j);
+            KWSVD_UNROLL
+            for (int h = 0; h < ItemCols / gemm_tile; ++h) {
+              Scalar jh[gemm_tile];
+              load_tile_row(jk + gemm_tile * h, jh);
+              KWSVD_UNROLL
+              for (int q = 0; q < gemm_tile; ++q)
+                j[gemm_tile * h + q] = jh[q];
+            }
             jk += cols;
           } else {
             KWSVD_UNROLL
@@ -697,7 +719,7 @@ KOKKOS_INLINE_FUNCTION void update_chunk_product(const Member& member,
           KWSVD_UNROLL
           for (int i = 0; i < gemm_tile; ++i)
             KWSVD_UNROLL
-          for (int q = 0; q < gemm_tile; ++q)
+          for (int q = 0; q < ItemCols; ++q)
             out[i][q] += x[i] * j[q];
         }
         Scalar* const base = t.data + std::ptrdiff_t(row0 + rb) * t.row_stride;
@@ -707,8 +729,8 @@ KOKKOS_INLINE_FUNCTION void update_chunk_product(const Member& member,
         // 64-bit products), else row_blocks row strides.
         const auto store = [&](const auto row_step) {
           KWSVD_UNROLL
-          for (int q = 0; q < gemm_tile; ++q) {
-            const std::ptrdiff_t offset = offsets[gemm_tile * g + q];
+          for (int q = 0; q < ItemCols; ++q) {
+            const std::ptrdiff_t offset = offsets[ItemCols * g + q];
             if (offset < 0)
               continue;
             Scalar* const y = base + offset;
@@ -733,13 +755,13 @@ KOKKOS_INLINE_FUNCTION void update_chunk_product(const Member& member,
 /// X (load_update_chunk: column-major, leading dimension 4 x its row blocks,
 /// rows in update_row_slot order) and both halves of J are applied to it
 /// (seed 002 Design-3, update_chunk_product).
-template <bool JInScratch, class Member, class Scalar>
+template <bool JInScratch, int ItemCols, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void update_plate_team(const Member& member, const BlockPairTask<Scalar>& t,
                                               const PlateSegment& seg, int w, int chunk_rows,
                                               const Scalar* Js, Scalar* X,
                                               const std::ptrdiff_t* offsets) {
   // Reciprocals for the chunks' quotients, once per segment.
-  const float inv_groups = 1.0f / float(2 * w / gemm_tile);
+  const float inv_groups = 1.0f / float(2 * w / ItemCols);
   const float inv_chunk_rows = 1.0f / float(chunk_rows);
   for (int c0 = 0; c0 < seg.rows; c0 += chunk_rows) {
     const int rows = seg.rows - c0 < chunk_rows ? seg.rows - c0 : chunk_rows;
@@ -751,8 +773,8 @@ KOKKOS_INLINE_FUNCTION void update_plate_team(const Member& member, const BlockP
                                                                X, offsets);
     member.team_barrier();
     const auto product = [&](const auto compiled) {
-      update_chunk_product<decltype(compiled)::value, JInScratch>(member, t, w, inv_groups, row0,
-                                                                  rows, row_blocks, Js, X, offsets);
+      update_chunk_product<decltype(compiled)::value, JInScratch, ItemCols>(
+          member, t, w, inv_groups, row0, rows, row_blocks, Js, X, offsets);
     };
     // Double compiles the 32- and 64-row chunks only: its 96-row chunks
     // compiled (w = 20 and 22) made Table IV 100^2 and 128^2 3.8 and 8.8%

@@ -545,7 +545,10 @@ void launch_pair_gram(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& 
                        PairGramReduceFunctor<ExecSpace, Scalar>{tasks, mask, sums, B});
 }
 
-template <class ExecSpace, class Scalar, bool JInScratch>
+/// The update teams; ItemCols: the items' output columns (4, or
+/// update_wide_item_cols), a kernel of its own so that the narrow one keeps
+/// its registers.
+template <class ExecSpace, class Scalar, bool JInScratch, int ItemCols>
 struct PairUpdateFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using ScratchVector = TeamScratch<ExecSpace, Scalar>;
@@ -580,9 +583,9 @@ struct PairUpdateFunctor {
       // update_plate_team's first barrier orders these stores before use.
       if constexpr (JInScratch) {
         load_update_rotation(member, Jt, w, Js);
-        update_plate_team<true>(member, task, seg, w, chunk_rows, Js, X, offsets.data());
+        update_plate_team<true, ItemCols>(member, task, seg, w, chunk_rows, Js, X, offsets.data());
       } else {
-        update_plate_team<false>(member, task, seg, w, chunk_rows, Jt, X, offsets.data());
+        update_plate_team<false, ItemCols>(member, task, seg, w, chunk_rows, Jt, X, offsets.data());
       }
     }
   }
@@ -592,11 +595,17 @@ struct PairUpdateFunctor {
 /// and V's pairs may share one launch), one plate per team; masked tasks are
 /// skipped, and so are tasks whose pair p has pair_rotates[p] == 0 (J_p = I:
 /// a pair whose EVD found nothing to rotate; pair_rotates may be null). J
-/// holds (2w)^2 scalars per pair, column-major.
+/// holds (2w)^2 scalars per pair, column-major. `items`: the width of the
+/// teams' work items, chosen from the launch's size (automatic) or forced
+/// (tests: both widths give the same product up to rounding); a wide
+/// request falls back to narrow where update_wide_item_cols has none.
+enum class UpdateItems { automatic, narrow, wide };
+
 template <class ExecSpace, class Scalar>
 void launch_pair_update(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& work,
                         const BlockPairTask<Scalar>* tasks, const int* mask, const Scalar* J,
-                        const int* pair_rotates = nullptr) {
+                        const int* pair_rotates = nullptr,
+                        UpdateItems items_wanted = UpdateItems::automatic) {
   if (work.tasks == 0 || work.teams == 0)
     return;
   const int w = work.w;
@@ -617,25 +626,48 @@ void launch_pair_update(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>
                                "level-0 scratch of " + ExecSpace::name());
   }
   const std::size_t x_bytes = tailored_update_chunk_bytes<ExecSpace, Scalar>(w, chunk);
-  // One thread per item of a full chunk.
-  const int items = update_chunk_items(chunk, w);
-  const auto launch = [&](const auto& f, std::size_t scratch) {
-    const int team = std::max(1, std::min(items, tailored_team_size_max<ExecSpace, Scalar>(
-                                                     exec, work.teams, scratch, f)));
+  const auto launch = [&](auto j_scratch, auto item_cols, std::size_t scratch) {
+    constexpr bool JInScratch = decltype(j_scratch)::value;
+    constexpr int ItemCols = decltype(item_cols)::value;
+    const PairUpdateFunctor<ExecSpace, Scalar, JInScratch, ItemCols> f{
+        tasks, work.segments.data(), work.team_begin.data(), mask, pair_rotates, J, w, chunk};
+    // One thread per item of a full chunk; wide items round that up to a
+    // multiple of the chunk's rows where the team allows, for
+    // load_update_chunk's lean path (whole rows per thread column).
+    const int max_team = tailored_team_size_max<ExecSpace, Scalar>(exec, work.teams, scratch, f);
+    int team = update_chunk_items(chunk, w, ItemCols);
+    if (ItemCols != gemm_tile && team % chunk != 0 &&
+        (team + chunk - 1) / chunk * chunk <= max_team)
+      team = (team + chunk - 1) / chunk * chunk;
+    team = std::max(1, std::min(team, max_team));
     launch_tailored_teams<ExecSpace, Scalar>(exec, "kwsvd::tailored_update", work.teams, team,
                                              scratch, f);
   };
-  if (j_in_scratch) {
-    launch(
-        PairUpdateFunctor<ExecSpace, Scalar, true>{
-            tasks, work.segments.data(), work.team_begin.data(), mask, pair_rotates, J, w, chunk},
-        x_bytes + j_bytes + offset_bytes);
-  } else {
-    launch(
-        PairUpdateFunctor<ExecSpace, Scalar, false>{
-            tasks, work.segments.data(), work.team_begin.data(), mask, pair_rotates, J, w, chunk},
-        x_bytes + offset_bytes);
+  using Narrow = std::integral_constant<int, gemm_tile>;
+  if (!j_in_scratch) {
+    launch(std::false_type(), Narrow(), x_bytes + offset_bytes);
+    return;
   }
+  constexpr int wide_cols = update_wide_item_cols<Scalar, true>(2 * gemm_tile);
+  const std::size_t scratch = x_bytes + j_bytes + offset_bytes;
+  // Wide items (update_wide_item_cols) halve a team's threads, so each
+  // thread does twice the work: that pays only when the launch's teams
+  // would half fill the device anyway (H200, float: Table IV 512^2 x 200,
+  // 1600 teams of 128 threads a launch, 3 to 4% faster; wide items in
+  // every launch made batches of 10 up to 9% slower, 128^2 x 10).
+  const bool fills_device =
+      2 * std::size_t(work.teams) * std::size_t(update_chunk_items(chunk, w, wide_cols)) >=
+      std::size_t(exec.concurrency());
+  const bool wide = update_wide_item_cols<Scalar, true>(w) != gemm_tile &&
+                    items_wanted != UpdateItems::narrow &&
+                    (items_wanted == UpdateItems::wide || fills_device);
+  if constexpr (wide_cols != gemm_tile) {
+    if (wide) {
+      launch(std::true_type(), std::integral_constant<int, wide_cols>(), scratch);
+      return;
+    }
+  }
+  launch(std::true_type(), Narrow(), scratch);
 }
 
 }  // namespace kwsvd::Impl
