@@ -584,8 +584,8 @@ constexpr int update_lane_blocks = 8;
 /// (a 4 x 8 tile: per step of k, one 16-byte load of X and two of J for 32
 /// FMAs, where two 4 x 4 items take four: the product is bound by
 /// shared-memory wavefronts, a 16-byte load costing four a warp), when 2w
-/// allows; else 4, the narrow item. H200, 1000 pairs of 512 x 48: 0.138 ->
-/// 0.119 ms. Double would need 64 accumulator registers for it, past its
+/// allows; else 4, the narrow item. H200, 1000 pairs of 512 x 48: 0.142 ->
+/// 0.117 ms. Double would need 64 accumulator registers for it, past its
 /// 80-register cap with the loads. launch_pair_update picks the width.
 template <class Scalar, bool JInScratch>
 KOKKOS_INLINE_FUNCTION constexpr int update_wide_item_cols(int w) {
