@@ -96,10 +96,7 @@ struct BatchedGramEvdFunctor {
                              ne * std::size_t(Impl::gram_evd_ld_b(int(ne))));
     ScratchVector<Scalar> Js(member.team_scratch(0),
                              RegisterN > 0 ? 0 : ne * std::size_t(Impl::gram_evd_ld_j(int(ne))));
-    // Two steps' rotations with J in scratch (gram_evd_team), one step's
-    // with J in registers: a register-size EVD's B nearly fills scratch, and
-    // every 1 KB more can cost a resident team.
-    const std::size_t rotations = RegisterN > 0 ? pairs : 2 * pairs;
+    const std::size_t rotations = Impl::gram_evd_rotation_steps(RegisterN == 0) * pairs;
     ScratchVector<Scalar> c(member.team_scratch(0), rotations);
     ScratchVector<Scalar> s(member.team_scratch(0), rotations);
     ScratchVector<int> ints(member.team_scratch(0), Impl::gram_evd_int_count(int(ne)));

@@ -115,11 +115,19 @@ KOKKOS_INLINE_FUNCTION std::size_t gram_evd_int_count(int n_even) {
   return std::size_t(n_even) + gram_evd_flag_count + std::size_t(blocks > n_even ? blocks : n_even);
 }
 
+/// Steps of rotations (c and s, n' / 2 pairs a step) that one team's
+/// scratch holds: two with J in scratch, whose rotation by a step runs
+/// during the next one (gram_evd_team, GramEvdScratch::step_buffers); one
+/// with J in registers, whose B nearly fills scratch, where every 1 KB more
+/// can cost a resident team.
+KOKKOS_INLINE_FUNCTION constexpr int gram_evd_rotation_steps(bool j_in_scratch) {
+  return j_in_scratch ? 2 : 1;
+}
+
 /// Scratch one team needs for an n x n EVD: B (n' x n', leading dimension
 /// gram_evd_ld_b), J (n' x n', gram_evd_ld_j) unless it lives in registers, n' = n rounded up to
-/// even (odd n gets a decoupled zero row and column); the rotations (c, s
-/// per pair: two steps' with J in scratch, whose rotation by a step runs
-/// during the next one, see gram_evd_team) and the ints of gram_evd_int_count.
+/// even (odd n gets a decoupled zero row and column); the rotations' c and s
+/// (gram_evd_rotation_steps of n' / 2 each) and the ints of gram_evd_int_count.
 template <class ExecSpace, class Scalar>
 std::size_t gram_evd_scratch_bytes(int n, bool j_in_scratch) {
   const std::size_t ne = std::size_t(n + (n & 1));
@@ -127,7 +135,8 @@ std::size_t gram_evd_scratch_bytes(int n, bool j_in_scratch) {
          (j_in_scratch
               ? scratch_bytes_for<ExecSpace, Scalar>(ne * std::size_t(gram_evd_ld_j(int(ne))))
               : 0) +
-         2 * scratch_bytes_for<ExecSpace, Scalar>(j_in_scratch ? ne : ne / 2) +
+         2 * scratch_bytes_for<ExecSpace, Scalar>(
+                 std::size_t(gram_evd_rotation_steps(j_in_scratch)) * (ne / 2)) +
          scratch_bytes_for<ExecSpace, int>(gram_evd_int_count(int(ne)));
 }
 

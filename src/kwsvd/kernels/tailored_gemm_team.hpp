@@ -583,14 +583,14 @@ constexpr int update_lane_blocks = 8;
 /// Output columns of one wide update item: 8 for float with J in scratch
 /// (a 4 x 8 tile: per step of k, one 16-byte load of X and two of J for 32
 /// FMAs, where two 4 x 4 items take four: the product is bound by
-/// shared-memory wavefronts, a 16-byte load costing four a warp), when 2w
-/// allows; else 4, the narrow item. H200, 1000 pairs of 512 x 48: 0.142 ->
-/// 0.117 ms. Double would need 64 accumulator registers for it, past its
-/// 80-register cap with the loads. launch_pair_update picks the width.
+/// shared-memory wavefronts, a 16-byte load costing four a warp); else 4,
+/// the narrow item, the only one. Wide items need 2w to be a multiple of 8.
+/// H200, 1000 pairs of 512 x 48: 0.142 -> 0.117 ms. Double would need 64
+/// accumulator registers for it, past its 80-register cap with the loads.
+/// launch_pair_update picks the width.
 template <class Scalar, bool JInScratch>
-KOKKOS_INLINE_FUNCTION constexpr int update_wide_item_cols(int w) {
-  return sizeof(Scalar) <= 4 && JInScratch && (2 * w) % (2 * gemm_tile) == 0 ? 2 * gemm_tile
-                                                                             : gemm_tile;
+KOKKOS_INLINE_FUNCTION constexpr int update_wide_item_cols() {
+  return sizeof(Scalar) <= 4 && JInScratch ? 2 * gemm_tile : gemm_tile;
 }
 
 /// Work items of an update chunk of `rows` rows: 4-row blocks, rounded up to

@@ -598,7 +598,8 @@ struct PairUpdateFunctor {
 /// holds (2w)^2 scalars per pair, column-major. `items`: the width of the
 /// teams' work items, chosen from the launch's size (automatic) or forced
 /// (tests: both widths give the same product up to rounding); a wide
-/// request falls back to narrow where update_wide_item_cols has none.
+/// request falls back to narrow where the type has no wide item
+/// (update_wide_item_cols) or 2w is not a multiple of its width.
 enum class UpdateItems { automatic, narrow, wide };
 
 template <class ExecSpace, class Scalar>
@@ -636,9 +637,9 @@ void launch_pair_update(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>
     // load_update_chunk's lean path (whole rows per thread column).
     const int max_team = tailored_team_size_max<ExecSpace, Scalar>(exec, work.teams, scratch, f);
     int team = update_chunk_items(chunk, w, ItemCols);
-    if (ItemCols != gemm_tile && team % chunk != 0 &&
-        (team + chunk - 1) / chunk * chunk <= max_team)
-      team = (team + chunk - 1) / chunk * chunk;
+    const int whole_rows = (team + chunk - 1) / chunk * chunk;
+    if (ItemCols != gemm_tile && whole_rows <= max_team)
+      team = whole_rows;
     team = std::max(1, std::min(team, max_team));
     launch_tailored_teams<ExecSpace, Scalar>(exec, "kwsvd::tailored_update", work.teams, team,
                                              scratch, f);
@@ -648,7 +649,7 @@ void launch_pair_update(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>
     launch(std::false_type(), Narrow(), x_bytes + offset_bytes);
     return;
   }
-  constexpr int wide_cols = update_wide_item_cols<Scalar, true>(2 * gemm_tile);
+  constexpr int wide_cols = update_wide_item_cols<Scalar, true>();
   const std::size_t scratch = x_bytes + j_bytes + offset_bytes;
   // Wide items (update_wide_item_cols) halve a team's threads, so each
   // thread does twice the work: that pays only when the launch's teams
@@ -658,7 +659,7 @@ void launch_pair_update(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>
   const bool fills_device =
       2 * std::size_t(work.teams) * std::size_t(update_chunk_items(chunk, w, wide_cols)) >=
       std::size_t(exec.concurrency());
-  const bool wide = update_wide_item_cols<Scalar, true>(w) != gemm_tile &&
+  const bool wide = wide_cols != gemm_tile && (2 * w) % wide_cols == 0 &&
                     items_wanted != UpdateItems::narrow &&
                     (items_wanted == UpdateItems::wide || fills_device);
   if constexpr (wide_cols != gemm_tile) {
