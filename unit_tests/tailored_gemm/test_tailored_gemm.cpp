@@ -164,47 +164,52 @@ TYPED_TEST(TailoredGemm, GramMatchesReferenceForEveryWidth) {
   // at w = 48, 900 threads pass the launch bounds and the GPU takes the
   // tiles in turn in memory, as host backends always do). delta = 201: every
   // task is one plate and the GPU teams write B directly; 16 and 64 mix one-
-  // and many-plate tasks.
+  // and many-plate tasks. GPU teams take 4 x 4 or 4 x 8 items (GramItems;
+  // host backends always 4 x 4).
+  using kwsvd::Impl::GramItems;
   for (int w : {4, 8, 16, 24, 32, 48})
     for (int groups : {0, 3})
-      for (int delta : {16, 64, 201}) {
-        Level<T, L> level(w, this->mixed_rows, 100 + w);
-        auto work =
-            kwsvd::Impl::make_tailored_gemm_work<Exec>(level.task_rows(), {w, delta, 128}, groups);
-        const int n2 = 2 * w;
-        Kokkos::View<T*> partial("partial", kwsvd::Impl::tailored_gram_partial_size(work));
-        Kokkos::View<T*> B("B", level.tasks.size() * n2 * n2);
-        kwsvd::Impl::launch_pair_gram(Exec(), work, level.tasks_d.data(), nullptr, partial.data(),
-                                      B.data());
-        auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), B);
-        for (std::size_t t = 0; t < level.tasks.size(); ++t) {
-          const int m = level.tasks[t].rows;
-          const double tol = 2 * kwsvd::test::gamma<T>(m);
-          for (int b = 0; b < n2; ++b)
-            for (int a = 0; a < n2; ++a) {
-              double ref = 0, mag = 0;
-              for (int r = 0; r < m; ++r) {
-                ref += level.x(t, r, a) * level.x(t, r, b);
-                mag += std::abs(level.x(t, r, a) * level.x(t, r, b));
+      for (int delta : {16, 64, 201})
+        for (GramItems items : {GramItems::narrow, GramItems::wide}) {
+          Level<T, L> level(w, this->mixed_rows, 100 + w);
+          auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(level.task_rows(), {w, delta, 128},
+                                                                 groups);
+          const int n2 = 2 * w;
+          Kokkos::View<T*> partial("partial", kwsvd::Impl::tailored_gram_partial_size(work));
+          Kokkos::View<T*> B("B", level.tasks.size() * n2 * n2);
+          kwsvd::Impl::launch_pair_gram(Exec(), work, level.tasks_d.data(), nullptr, partial.data(),
+                                        B.data(), items);
+          auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), B);
+          for (std::size_t t = 0; t < level.tasks.size(); ++t) {
+            const int m = level.tasks[t].rows;
+            const double tol = 2 * kwsvd::test::gamma<T>(m);
+            for (int b = 0; b < n2; ++b)
+              for (int a = 0; a < n2; ++a) {
+                double ref = 0, mag = 0;
+                for (int r = 0; r < m; ++r) {
+                  ref += level.x(t, r, a) * level.x(t, r, b);
+                  mag += std::abs(level.x(t, r, a) * level.x(t, r, b));
+                }
+                const double got = h(t * n2 * n2 + a + std::size_t(n2) * b);
+                ASSERT_LE(std::abs(got - ref), tol * mag + 1e-300)
+                    << "w " << w << " groups " << groups << " delta " << delta
+                    << (items == GramItems::wide ? " wide" : " narrow") << " task " << t
+                    << " entry (" << a << ", " << b << ")";
               }
-              const double got = h(t * n2 * n2 + a + std::size_t(n2) * b);
-              ASSERT_LE(std::abs(got - ref), tol * mag + 1e-300)
-                  << "w " << w << " delta " << delta << " task " << t << " entry (" << a << ", "
-                  << b << ")";
-            }
+          }
+          // Without the cross-plate launch, the Gram EVD summing the plates as
+          // it loads them (the W-cycle's way) finds what it finds from B, to
+          // the bit.
+          if (kwsvd::gram_evd_fits<T, Exec>(n2)) {
+            Kokkos::View<T*> B2("B2", B.size());
+            const auto sums = kwsvd::Impl::launch_pair_gram_plates(
+                Exec(), work, level.tasks_d.data(), nullptr, partial.data(), B2.data(), items);
+            const int tasks = int(level.tasks.size());
+            EXPECT_EQ(evd_of_grams(B2, tasks, n2, &sums), evd_of_grams<T>(B, tasks, n2, nullptr))
+                << "w " << w << " groups " << groups << " delta " << delta
+                << (items == GramItems::wide ? " wide" : " narrow");
+          }
         }
-        // Without the cross-plate launch, the Gram EVD summing the plates as
-        // it loads them (the W-cycle's way) finds what it finds from B, to
-        // the bit.
-        if (kwsvd::gram_evd_fits<T, Exec>(n2)) {
-          Kokkos::View<T*> B2("B2", B.size());
-          const auto sums = kwsvd::Impl::launch_pair_gram_plates(
-              Exec(), work, level.tasks_d.data(), nullptr, partial.data(), B2.data());
-          const int tasks = int(level.tasks.size());
-          EXPECT_EQ(evd_of_grams(B2, tasks, n2, &sums), evd_of_grams<T>(B, tasks, n2, nullptr))
-              << "w " << w << " groups " << groups << " delta " << delta;
-        }
-      }
 }
 
 TYPED_TEST(TailoredGemm, GramIsTheSameRunToRun) {
@@ -296,6 +301,34 @@ TYPED_TEST(TailoredGemm, MaskedGramLeavesItsOutputAlone) {
   for (std::size_t t = 0; t < level.tasks.size(); ++t) {
     const bool masked = level.tasks[t].matrix == 1;
     EXPECT_EQ(h(t * 256) == T(-7), masked) << "task " << t;  // B(0,0) = ||a_0||^2 > 0 otherwise
+  }
+}
+
+TEST(TailoredGemmPlan, GramItemsCoverTheUpperTilesOnce) {
+  // Every upper 4 x 4 tile of a (2w) x (2w) Gram belongs to exactly one item,
+  // narrow or wide; a wide item's other tile is the one below the diagonal.
+  using kwsvd::Impl::gemm_tile;
+  for (int w : {4, 8, 12, 16, 24, 32, 48}) {
+    const int t = 2 * w / gemm_tile;
+    std::vector<int> narrow(t * t, 0), wide(t * t, 0);
+    for (int i = 0; i < kwsvd::Impl::gram_upper_items(w, gemm_tile); ++i) {
+      int P, Q;
+      kwsvd::Impl::gram_item_position<gemm_tile>(i, P, Q);
+      ASSERT_TRUE(P >= 0 && P <= Q && Q < t) << "w " << w << " item " << i;
+      ++narrow[P + t * Q];
+    }
+    for (int i = 0; i < kwsvd::Impl::gram_upper_items(w, 2 * gemm_tile); ++i) {
+      int P, Q;
+      kwsvd::Impl::gram_item_position<2 * gemm_tile>(i, P, Q);
+      ASSERT_TRUE(P >= 0 && Q % 2 == 0 && Q + 1 < t && P <= Q + 1) << "w " << w << " item " << i;
+      ++wide[P + t * Q];
+      ++wide[P + t * (Q + 1)];
+    }
+    for (int Q = 0; Q < t; ++Q)
+      for (int P = 0; P <= Q; ++P) {
+        EXPECT_EQ(narrow[P + t * Q], 1) << "w " << w << " tile (" << P << ", " << Q << ")";
+        EXPECT_EQ(wide[P + t * Q], 1) << "w " << w << " tile (" << P << ", " << Q << ")";
+      }
   }
 }
 

@@ -13,10 +13,12 @@
 // update applies both halves of J to them (seed 002 Design-3, the fused
 // update), and a per-matrix mask lets converged matrices skip (Design-4).
 //
-// Register tiling: every thread owns a 4 x 4 block of the output. A Gram
-// thread keeps its tile of B in registers for the whole plate (one store per
-// plate, no per-chunk reduction); an update thread computes 4 rows x 4
-// columns of [A_i A_j] J from X and J in scratch. Tile rows are read with
+// Register tiling: every thread owns a 4 x 4 block of the output (4 x 8 for
+// the double Gram of w >= 24 and the float update of batches that fill the
+// GPU: gram_wide_item_cols, update_wide_item_cols). A Gram thread keeps its
+// block of B in registers for the whole plate (one store per plate, no
+// per-chunk reduction); an update thread computes 4 rows x 4 columns of
+// [A_i A_j] J from X and J in scratch. Tile rows are read with
 // 16-byte loads (Packed16). On the H200 this took one sweep's GEMMs of 100
 // matrices of 512^2 (double) from 23.1 to 13.3 ms (perf_tests/notes).
 //
@@ -72,11 +74,13 @@ struct PlateSegment {
 /// 8 scratch loads for 16 FMAs (the arithmetic intensity of eq. 9).
 constexpr int gemm_tile = 4;
 
-template <class Scalar>
+/// A Gram work item's block of B: 4 rows x Cols columns (Cols = 4: one
+/// tile; 8: two tiles side by side, gram_item_position).
+template <class Scalar, int Cols = gemm_tile>
 struct GramTile {
-  Scalar v[gemm_tile * gemm_tile];
+  Scalar v[gemm_tile * Cols];
   KOKKOS_INLINE_FUNCTION GramTile() {
-    for (int k = 0; k < gemm_tile * gemm_tile; ++k)
+    for (int k = 0; k < gemm_tile * Cols; ++k)
       v[k] = Scalar(0);
   }
 };
@@ -92,6 +96,42 @@ KOKKOS_INLINE_FUNCTION void gram_tile_position(int p, int& P, int& Q) {
   while ((Q + 1) * (Q + 2) / 2 <= p)
     ++Q;
   P = p - Q * (Q + 1) / 2;
+}
+
+/// Gram work items of 4 x item_cols (4 or 8) that cover the upper triangle
+/// of a (2w) x (2w) Gram: its upper 4 x 4 tiles, or, for 8, the pairs of
+/// tile columns 2q, 2q + 1 with the 2q + 2 tile rows that reach the upper
+/// triangle (the item on the diagonal also computes one tile below it).
+/// 8 needs 2w to be a multiple of 8.
+KOKKOS_INLINE_FUNCTION constexpr int gram_upper_items(int w, int item_cols) {
+  return item_cols == gemm_tile ? gram_upper_tiles(w)
+                                : (2 * w / item_cols) * (2 * w / item_cols + 1);
+}
+
+/// Columns of a wide GPU Gram item: 8 in double, whose 4 x 4 tile row is two
+/// 16-byte loads, so a 4 x 8 item reads 6 pieces for 32 FMAs against 4 for
+/// 16. Float keeps 4 x 4: on the H200 its 4 x 8 items were slower at every
+/// m = 128 and 512 shape of 1000 pairs (+2 to +35%), faster only at
+/// 2048 x 48 and 2048 x 96 (-6.7 / -3.3%).
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION constexpr int gram_wide_item_cols() {
+  return sizeof(Scalar) > 4 ? 2 * gemm_tile : gemm_tile;
+}
+
+/// Tile row P and first tile column Q of Gram item i (gram_upper_items),
+/// column by column.
+template <int ItemCols>
+KOKKOS_INLINE_FUNCTION void gram_item_position(int i, int& P, int& Q) {
+  if constexpr (ItemCols == gemm_tile) {
+    gram_tile_position(i, P, Q);
+  } else {
+    static_assert(ItemCols == 2 * gemm_tile);
+    int q = 0;
+    while ((q + 1) * (q + 2) <= i)
+      ++q;
+    P = i - q * (q + 1);
+    Q = 2 * q;
+  }
 }
 
 /// The flat order in which a team walks the rows x 2w entries of a task:
@@ -277,22 +317,28 @@ KOKKOS_INLINE_FUNCTION void load_gram_tile_row(const Scalar* row, int w, int P,
   }
 }
 
-/// acc += X(rows [r_begin, r_end), tile row P)^T X(same rows, tile row Q)
-/// on a chunk laid out by load_gram_chunk: 16 FMAs per two tile-row loads.
-template <class Scalar>
+/// acc += X(rows [r_begin, r_end), tile row P)^T X(same rows, tile rows
+/// Q .. Q + Cols / 4 - 1) on a chunk laid out by load_gram_chunk: 16 FMAs
+/// per two tile-row loads (Cols = 4), 32 per three (Cols = 8).
+template <class Scalar, int Cols>
 KOKKOS_INLINE_FUNCTION void gram_tile_rows(const Scalar* X, int w, int P, int Q, int r_begin,
-                                           int r_end, GramTile<Scalar>& acc) {
+                                           int r_end, GramTile<Scalar, Cols>& acc) {
+  constexpr int tiles = Cols / gemm_tile;
   const int ld = gram_chunk_ld<Scalar>(w);
   const Scalar* x = X + r_begin * ld;
   for (int r = r_begin; r < r_end; ++r, x += ld) {
-    Scalar a[gemm_tile], b[gemm_tile];
+    Scalar a[gemm_tile], b[tiles][gemm_tile];
     load_gram_tile_row(x, w, P, a);
-    load_gram_tile_row(x, w, Q, b);
+    KWSVD_UNROLL
+    for (int h = 0; h < tiles; ++h)
+      load_gram_tile_row(x, w, Q + h, b[h]);
     KWSVD_UNROLL
     for (int i = 0; i < gemm_tile; ++i)
       KWSVD_UNROLL
+    for (int h = 0; h < tiles; ++h)
+      KWSVD_UNROLL
     for (int j = 0; j < gemm_tile; ++j)
-      acc.v[i * gemm_tile + j] += a[i] * b[j];
+      acc.v[i * Cols + h * gemm_tile + j] += a[i] * b[h][j];
   }
 }
 
@@ -395,30 +441,32 @@ struct GramChunkPrefetch {
 constexpr int gram_group_sum_ld = gemm_tile * gemm_tile + 1;
 
 /// The partial Gram of one plate segment on a GPU. The team has
-/// tiles x groups threads: thread rank owns upper tile rank % tiles and row
-/// group rank / tiles (the g-th of `groups` equal runs of every chunk's
-/// rows), and keeps its 4 x 4 tile in registers for the whole plate (no
-/// per-chunk reduction). Chunks alternate between scratch buffers X0 and X1,
-/// and each thread fetches its entries of chunk k + 1 before computing on
-/// chunk k, so one barrier per chunk suffices and the loads overlap the
-/// arithmetic. At the end the groups' tiles are summed in group order in
-/// scratch (the same result run to run), and put(p, e, value) receives
+/// items x groups threads: thread rank owns upper item rank % items
+/// (gram_upper_items of ItemCols columns: a 4 x 4 tile, or two side by
+/// side, gram_item_position) and row group rank / items (the g-th of
+/// `groups` equal runs of every chunk's rows), and keeps its item in
+/// registers for the whole plate (no per-chunk reduction). Chunks alternate
+/// between scratch buffers X0 and X1, and each thread fetches its entries of
+/// chunk k + 1 before computing on chunk k, so one barrier per chunk
+/// suffices and the loads overlap the arithmetic. At the end the groups'
+/// tiles are summed in group order in scratch (the same result run to run),
+/// one tile column of the items at a time, and put(p, e, value) receives
 /// entry e (row-major in the 4 x 4 tile) of upper tile p of the plate's
 /// Gram. X0 must hold 2 chunks and gram_group_sum_ld x threads scalars when
 /// groups > 1; X1 = X0 + one chunk.
-template <class Member, class Scalar, class Put>
+template <int ItemCols, class Member, class Scalar, class Put>
 KOKKOS_INLINE_FUNCTION void gram_plate_team_pipelined(const Member& member,
                                                       const BlockPairTask<Scalar>& t,
                                                       const PlateSegment& seg, int w,
                                                       int chunk_rows, int groups, Scalar* X0,
                                                       Scalar* X1, const Put& put) {
-  constexpr int tile_size = gemm_tile * gemm_tile;
-  const int tiles = gram_upper_tiles(w);
+  constexpr int tile_size = gemm_tile * gemm_tile, item_tiles = ItemCols / gemm_tile;
+  const int items = gram_upper_items(w, ItemCols);
   const int threads = member.team_size(), rank = member.team_rank();
-  const int own_p = rank % tiles, own_g = rank / tiles;
+  const int own_i = rank % items, own_g = rank / items;
   int own_P, own_Q;
-  gram_tile_position(own_p, own_P, own_Q);
-  GramTile<Scalar> own;
+  gram_item_position<ItemCols>(own_i, own_P, own_Q);
+  GramTile<Scalar, ItemCols> own;
   GramChunkPrefetch<Scalar> prefetch(t, w, chunk_rows, rank, threads);
   prefetch.fetch(t, w, seg.row_begin, seg.rows < chunk_rows ? seg.rows : chunk_rows);
   member.team_barrier();  // the previous segment is done with the scratch
@@ -438,22 +486,45 @@ KOKKOS_INLINE_FUNCTION void gram_plate_team_pipelined(const Member& member,
     gram_tile_rows(X, w, own_P, own_Q, r_begin,
                    r_begin + group_rows < rows ? r_begin + group_rows : rows, own);
   }
+  // Upper tile (P, Q + h) of an item, or -1 below the diagonal.
+  const auto upper_tile = [](int P, int Q) { return P <= Q ? Q * (Q + 1) / 2 + P : -1; };
+  const auto entry = [](int h, int e) {
+    return (e / gemm_tile) * ItemCols + h * gemm_tile + e % gemm_tile;
+  };
   if (groups == 1) {
-    for (int e = 0; e < tile_size; ++e)
-      put(own_p, e, own.v[e]);
+    KWSVD_UNROLL
+    for (int h = 0; h < item_tiles; ++h) {
+      const int p = item_tiles > 1 ? upper_tile(own_P, own_Q + h) : own_i;
+      if (p >= 0)
+        for (int e = 0; e < tile_size; ++e)
+          put(p, e, own.v[entry(h, e)]);
+    }
     return;
   }
-  member.team_barrier();  // every chunk is consumed: X0 becomes the sum buffer
-  for (int e = 0; e < tile_size; ++e)
-    X0[rank * gram_group_sum_ld + e] = own.v[e];
-  member.team_barrier();
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, tiles * tile_size), [&](const int i) {
-    const int p = i / tile_size, e = i - p * tile_size;
-    Scalar sum = 0;
-    for (int g = 0; g < groups; ++g)
-      sum += X0[(g * tiles + p) * gram_group_sum_ld + e];
-    put(p, e, sum);
-  });
+  KWSVD_UNROLL
+  for (int h = 0; h < item_tiles; ++h) {
+    // Every chunk is consumed (h = 0), or the previous column's sums are
+    // read: X0 becomes the sum buffer.
+    member.team_barrier();
+    for (int e = 0; e < tile_size; ++e)
+      X0[rank * gram_group_sum_ld + e] = own.v[entry(h, e)];
+    member.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, items * tile_size), [&](const int i) {
+      const int item = i / tile_size, e = i - item * tile_size;
+      int p = item;  // a narrow item is its tile
+      if constexpr (item_tiles > 1) {
+        int P, Q;
+        gram_item_position<ItemCols>(item, P, Q);
+        p = upper_tile(P, Q + h);
+        if (p < 0)
+          return;
+      }
+      Scalar sum = 0;
+      for (int g = 0; g < groups; ++g)
+        sum += X0[(g * items + item) * gram_group_sum_ld + e];
+      put(p, e, sum);
+    });
+  }
 }
 
 /// 4-row blocks of an update chunk of `rows` rows (the last one padded).

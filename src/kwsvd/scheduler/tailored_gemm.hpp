@@ -142,26 +142,38 @@ constexpr int tailored_gemm_team_max() {
 /// Gram teams fit, and both waited on shared-memory latency). 64 registers
 /// hold a float 4 x 4 tile with its loads; a double one needs 80 (at 64
 /// ptxas spills). Teams up to 384 (double) or 512 (float) threads.
-template <class ExecSpace, class Scalar>
-using TailoredGemmPolicy =
-    Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<tailored_gemm_team_max<Scalar>(), 2>>;
+template <class ExecSpace, class Scalar, int TeamMax = tailored_gemm_team_max<Scalar>()>
+using TailoredGemmPolicy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<TeamMax, 2>>;
+
+/// Largest team of the GPU Gram with wide items (gram_wide_item_cols): its
+/// 32 accumulators take 126 registers in double, room for 2 teams of 256.
+constexpr int gram_wide_team_max = 256;
+
+/// Narrowest block width whose GPU Gram takes wide items (where the type
+/// has them, gram_wide_item_cols). H200, double, 1000 pairs: w = 24, 32 and
+/// 48 5 to 15% faster at m = 512 and 2048 (2048 x 96: 1.90 -> 1.63 ms), but
+/// w = 8 and 16 10 to 28% slower: a narrow pair has few items, and its
+/// team's row groups then split each chunk into runs of a few rows.
+constexpr int gram_wide_min_w = 24;
 
 /// Largest team of `teams` teams of functor f with `scratch` bytes of
 /// level-0 scratch each.
-template <class ExecSpace, class Scalar, class Functor>
+template <class ExecSpace, class Scalar, int TeamMax = tailored_gemm_team_max<Scalar>(),
+          class Functor>
 int tailored_team_size_max(const ExecSpace& exec, int teams, std::size_t scratch,
                            const Functor& f) {
-  TailoredGemmPolicy<ExecSpace, Scalar> probe(exec, teams, 1, 1);
+  TailoredGemmPolicy<ExecSpace, Scalar, TeamMax> probe(exec, teams, 1, 1);
   probe.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
   return probe.team_size_max(f, Kokkos::ParallelForTag());
 }
 
 /// Launches `teams` teams of `team` threads of functor f with `scratch`
 /// bytes of level-0 scratch each.
-template <class ExecSpace, class Scalar, class Functor>
+template <class ExecSpace, class Scalar, int TeamMax = tailored_gemm_team_max<Scalar>(),
+          class Functor>
 void launch_tailored_teams(const ExecSpace& exec, const char* name, int teams, int team,
                            std::size_t scratch, const Functor& f) {
-  TailoredGemmPolicy<ExecSpace, Scalar> policy(exec, teams, team, 1);
+  TailoredGemmPolicy<ExecSpace, Scalar, TeamMax> policy(exec, teams, team, 1);
   policy.set_scratch_size(0, Kokkos::PerTeam(int(scratch)));
   Kokkos::parallel_for(name, policy, f);
 }
@@ -176,12 +188,14 @@ void launch_tailored_teams(const ExecSpace& exec, const char* name, int teams, i
 /// team, so the cross-plate sum sees one slot per plate whatever the count.
 /// Host backends run small teams, so 1.
 template <class ExecSpace, class Scalar>
-int tailored_gram_groups(int w, int team_threads) {
+int tailored_gram_groups(int w, int team_threads, int item_cols = gemm_tile) {
   if (!runs_off_host<ExecSpace>())
     return 1;
-  const int tiles = gram_upper_tiles(w);
+  const int tiles = gram_upper_items(w, item_cols);
+  const int team_max =
+      item_cols == gemm_tile ? tailored_gemm_team_max<Scalar>() : gram_wide_team_max;
   const int groups = sizeof(Scalar) > 4 ? team_threads / tiles : (team_threads + tiles / 2) / tiles;
-  return std::max(1, std::min(groups, tailored_gemm_team_max<Scalar>() / tiles));
+  return std::max(1, std::min(groups, team_max / tiles));
 }
 
 /// Plans a level: its tasks' row counts and the tailoring plan. Allocates.
@@ -320,9 +334,10 @@ std::size_t pipelined_gram_scratch_scalars(int w, int chunk_rows, int threads, i
 /// thread), at most the longest segment; chunk_rows = 0 when not even one
 /// row fits.
 template <class ExecSpace, class Scalar>
-PipelinedGramShape pipelined_gram_shape(int w, int groups, int max_rows) {
+PipelinedGramShape pipelined_gram_shape(int w, int groups, int max_rows,
+                                        int item_cols = gemm_tile) {
   const std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
-  const int tiles = gram_upper_tiles(w), n = 2 * w;
+  const int tiles = gram_upper_items(w, item_cols), n = 2 * w;
   PipelinedGramShape s;
   const auto bytes = [&](int rows, int threads, int g) {
     return scratch_bytes_for<ExecSpace, Scalar>(
@@ -347,7 +362,7 @@ PipelinedGramShape pipelined_gram_shape(int w, int groups, int max_rows) {
 /// group): gram_plate_team_pipelined, whose teams write B itself for a
 /// task of one plate (no partial, nothing left for the cross-plate sum);
 /// otherwise gram_plate_team_in_memory.
-template <class ExecSpace, class Scalar, bool Pipelined>
+template <class ExecSpace, class Scalar, bool Pipelined, int ItemCols = gemm_tile>
 struct PairGramFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using ScratchVector = TeamScratch<ExecSpace, Scalar>;
@@ -377,17 +392,17 @@ struct PairGramFunctor {
         if (task_is_one_plate(partial_begin, seg.task)) {
           const int n = 2 * w;
           Scalar* const Bt = B + std::size_t(seg.task) * std::size_t(n) * std::size_t(n);
-          gram_plate_team_pipelined(member, task, seg, w, chunk_rows, groups, X, X1,
-                                    [&](const int p, const int e, const Scalar v) {
-                                      int P, Q;
-                                      gram_tile_position(p, P, Q);
-                                      const int a = gemm_tile * P + e / gemm_tile;
-                                      const int b = gemm_tile * Q + e % gemm_tile;
-                                      Bt[a + n * b] = v;
-                                      Bt[b + n * a] = v;
-                                    });
+          gram_plate_team_pipelined<ItemCols>(member, task, seg, w, chunk_rows, groups, X, X1,
+                                              [&](const int p, const int e, const Scalar v) {
+                                                int P, Q;
+                                                gram_tile_position(p, P, Q);
+                                                const int a = gemm_tile * P + e / gemm_tile;
+                                                const int b = gemm_tile * Q + e % gemm_tile;
+                                                Bt[a + n * b] = v;
+                                                Bt[b + n * a] = v;
+                                              });
         } else {
-          gram_plate_team_pipelined(
+          gram_plate_team_pipelined<ItemCols>(
               member, task, seg, w, chunk_rows, groups, X, X1,
               [&](const int p, const int e, const Scalar v) { out[p * tile_size + e] = v; });
         }
@@ -456,6 +471,13 @@ struct PairGramReduceFunctor {
   }
 };
 
+/// The Gram items of a GPU launch: narrow (4 x 4 tiles) or wide
+/// (gram_wide_item_cols); automatic takes wide from w = gram_wide_min_w.
+/// Tests ask for both (the same Gram up to rounding). A wide request falls
+/// back to narrow where the type has no wide item, 2w is not a multiple of
+/// its width, or its team would pass the launch bounds.
+enum class GramItems { automatic, narrow, wide };
+
 /// The plates of the Gram B_t = [A_i A_j]^T [A_i A_j] of every task of a
 /// level, one launch: the returned GramPlateSums reads each Gram where it
 /// is (the W-cycle's Gram EVD sums the plates as it loads them).
@@ -466,7 +488,8 @@ template <class ExecSpace, class Scalar>
 GramPlateSums<Scalar> launch_pair_gram_plates(const ExecSpace& exec,
                                               const TailoredGemmWork<ExecSpace>& work,
                                               const BlockPairTask<Scalar>* tasks, const int* mask,
-                                              Scalar* partial, Scalar* B) {
+                                              Scalar* partial, Scalar* B,
+                                              GramItems items_wanted = GramItems::automatic) {
   GramPlateSums<Scalar> sums{work.partial_begin.data(), partial, B, work.w};
   if (work.tasks == 0)
     return sums;
@@ -477,34 +500,53 @@ GramPlateSums<Scalar> launch_pair_gram_plates(const ExecSpace& exec,
                            "= " + std::to_string(w) + ": one row of the pair does not fit the " +
                                "level-0 scratch of " + ExecSpace::name());
   };
-  const auto gram_teams = [&](auto pipelined, int chunk, int groups, std::size_t scalars) {
-    return PairGramFunctor<ExecSpace, Scalar, decltype(pipelined)::value>{tasks,
-                                                                          work.segments.data(),
-                                                                          work.team_begin.data(),
-                                                                          work.partial_begin.data(),
-                                                                          mask,
-                                                                          partial,
-                                                                          B,
-                                                                          w,
-                                                                          chunk,
-                                                                          groups,
-                                                                          scalars};
+  const auto gram_teams = [&](auto pipelined, int chunk, int groups, std::size_t scalars,
+                              auto item_cols) {
+    return PairGramFunctor<ExecSpace, Scalar, decltype(pipelined)::value,
+                           decltype(item_cols)::value>{tasks,
+                                                       work.segments.data(),
+                                                       work.team_begin.data(),
+                                                       work.partial_begin.data(),
+                                                       mask,
+                                                       partial,
+                                                       B,
+                                                       w,
+                                                       chunk,
+                                                       groups,
+                                                       scalars};
   };
   bool launched = false;
-  if (work.teams > 0 && runs_off_host<ExecSpace>()) {
-    const int groups = work.gram_groups > 0
-                           ? work.gram_groups
-                           : tailored_gram_groups<ExecSpace, Scalar>(w, work.team_threads);
+  const auto launch_pipelined = [&](auto item_cols, auto team_max) {
+    constexpr int ItemCols = decltype(item_cols)::value, TeamMax = decltype(team_max)::value;
+    const int groups = work.gram_groups > 0 ? work.gram_groups
+                                            : tailored_gram_groups<ExecSpace, Scalar>(
+                                                  w, work.team_threads, ItemCols);
     const PipelinedGramShape shape =
-        pipelined_gram_shape<ExecSpace, Scalar>(w, groups, work.max_segment_rows);
-    const auto f =
-        gram_teams(std::true_type(), shape.chunk_rows, shape.groups, shape.scratch_scalars);
-    if (shape.chunk_rows > 0 && shape.threads <= tailored_team_size_max<ExecSpace, Scalar>(
+        pipelined_gram_shape<ExecSpace, Scalar>(w, groups, work.max_segment_rows, ItemCols);
+    const auto f = gram_teams(std::true_type(), shape.chunk_rows, shape.groups,
+                              shape.scratch_scalars, item_cols);
+    if (shape.chunk_rows > 0 && shape.threads <= tailored_team_size_max<ExecSpace, Scalar, TeamMax>(
                                                      exec, work.teams, shape.scratch, f)) {
-      launch_tailored_teams<ExecSpace, Scalar>(exec, "kwsvd::tailored_gram", work.teams,
-                                               shape.threads, shape.scratch, f);
-      launched = true;
+      launch_tailored_teams<ExecSpace, Scalar, TeamMax>(exec, "kwsvd::tailored_gram", work.teams,
+                                                        shape.threads, shape.scratch, f);
+      return true;
     }
+    return false;
+  };
+  if (work.teams > 0 && runs_off_host<ExecSpace>()) {
+    constexpr int wide_cols = gram_wide_item_cols<Scalar>();
+    const bool wide = wide_cols != gemm_tile && (2 * w) % wide_cols == 0 &&
+                      items_wanted != GramItems::narrow &&
+                      (items_wanted == GramItems::wide || w >= gram_wide_min_w);
+    if constexpr (wide_cols != gemm_tile) {
+      if (wide)
+        launched = launch_pipelined(std::integral_constant<int, wide_cols>(),
+                                    std::integral_constant<int, gram_wide_team_max>());
+    }
+    // Narrow when wide items are not wanted or their team does not fit.
+    if (!launched)
+      launched = launch_pipelined(std::integral_constant<int, gemm_tile>(),
+                                  std::integral_constant<int, tailored_gemm_team_max<Scalar>()>());
   }
   if (work.teams > 0 && !launched) {
     // Host backends, and tile counts past a GPU team: tiles taken in turn.
@@ -514,7 +556,8 @@ GramPlateSums<Scalar> launch_pair_gram_plates(const ExecSpace& exec,
     const std::size_t scalars =
         aligned16_extent<Scalar>(std::size_t(gram_chunk_ld<Scalar>(w)) * std::size_t(chunk));
     const std::size_t scratch = scratch_bytes_for<ExecSpace, Scalar>(scalars);
-    const auto f = gram_teams(std::false_type(), chunk, 1, scalars);
+    const auto f =
+        gram_teams(std::false_type(), chunk, 1, scalars, std::integral_constant<int, gemm_tile>());
     const int team = std::max(
         1, std::min(gram_upper_tiles(w),
                     tailored_team_size_max<ExecSpace, Scalar>(exec, work.teams, scratch, f)));
@@ -532,8 +575,9 @@ GramPlateSums<Scalar> launch_pair_gram_plates(const ExecSpace& exec,
 template <class ExecSpace, class Scalar>
 void launch_pair_gram(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& work,
                       const BlockPairTask<Scalar>* tasks, const int* mask, Scalar* partial,
-                      Scalar* B) {
-  const GramPlateSums<Scalar> sums = launch_pair_gram_plates(exec, work, tasks, mask, partial, B);
+                      Scalar* B, GramItems items_wanted = GramItems::automatic) {
+  const GramPlateSums<Scalar> sums =
+      launch_pair_gram_plates(exec, work, tasks, mask, partial, B, items_wanted);
   // The pipelined teams wrote B of every one-plate task: no second launch
   // when that is all of them (a level of pairs no taller than a plate).
   if (work.tasks == 0 || (sums.single_plates_written && work.tasks_not_one_plate == 0))
