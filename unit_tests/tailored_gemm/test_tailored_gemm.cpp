@@ -308,7 +308,12 @@ TEST(TailoredGemmPlan, GramItemsCoverTheUpperTilesOnce) {
   // Every upper 4 x 4 tile of a (2w) x (2w) Gram belongs to exactly one item,
   // narrow or wide; a wide item's other tile is the one below the diagonal.
   using kwsvd::Impl::gemm_tile;
-  for (int w : {4, 8, 12, 16, 24, 32, 48}) {
+  for (int p = 0, k = 0; p < 200000; ++p) {  // the closed form against counting
+    if ((k + 1) * (k + 2) / 2 <= p)
+      ++k;
+    ASSERT_EQ(kwsvd::Impl::triangular_root(p), k) << p;
+  }
+  for (int w : {4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 256}) {
     const int t = 2 * w / gemm_tile;
     std::vector<int> narrow(t * t, 0), wide(t * t, 0);
     for (int i = 0; i < kwsvd::Impl::gram_upper_items(w, gemm_tile); ++i) {
