@@ -320,6 +320,7 @@ TEST(TailoredGemmPlan, GramItemsCoverTheUpperTilesOnce) {
       int P, Q;
       kwsvd::Impl::gram_item_position<gemm_tile>(i, P, Q);
       ASSERT_TRUE(P >= 0 && P <= Q && Q < t) << "w " << w << " item " << i;
+      ASSERT_EQ(kwsvd::Impl::gram_tile_index(P, Q), i) << "w " << w;  // where partials are stored
       ++narrow[P + t * Q];
     }
     for (int i = 0; i < kwsvd::Impl::gram_upper_items(w, 2 * gemm_tile); ++i) {

@@ -111,6 +111,12 @@ KOKKOS_INLINE_FUNCTION void gram_tile_position(int p, int& P, int& Q) {
   P = p - Q * (Q + 1) / 2;
 }
 
+/// Upper tile p of tile row P <= tile column Q: gram_tile_position's
+/// inverse.
+KOKKOS_INLINE_FUNCTION constexpr int gram_tile_index(int P, int Q) {
+  return Q * (Q + 1) / 2 + P;
+}
+
 /// Gram work items of 4 x item_cols (4 or 8) that cover the upper triangle
 /// of a (2w) x (2w) Gram: its upper 4 x 4 tiles, or, for 8, the pairs of
 /// tile columns 2q, 2q + 1 with the 2q + 2 tile rows that reach the upper
@@ -462,10 +468,10 @@ constexpr int gram_group_sum_ld = gemm_tile * gemm_tile + 1;
 /// chunk k + 1 before computing on chunk k, so one barrier per chunk
 /// suffices and the loads overlap the arithmetic. At the end the groups'
 /// tiles are summed in group order in scratch (the same result run to run),
-/// one tile column of the items at a time, and put(p, e, value) receives
-/// entry e (row-major in the 4 x 4 tile) of upper tile p of the plate's
-/// Gram. X0 must hold 2 chunks and gram_group_sum_ld x threads scalars when
-/// groups > 1; X1 = X0 + one chunk.
+/// one tile column of the items at a time, and put(P, Q, e, value) receives
+/// entry e (row-major in the 4 x 4 tile) of the plate Gram's upper tile in
+/// tile row P <= tile column Q (gram_tile_index). X0 must hold 2 chunks and gram_group_sum_ld x
+/// threads scalars when groups > 1; X1 = X0 + one chunk.
 template <int ItemCols, class Member, class Scalar, class Put>
 KOKKOS_INLINE_FUNCTION void gram_plate_team_pipelined(const Member& member,
                                                       const BlockPairTask<Scalar>& t,
@@ -498,19 +504,15 @@ KOKKOS_INLINE_FUNCTION void gram_plate_team_pipelined(const Member& member,
     gram_tile_rows(X, w, own_P, own_Q, r_begin,
                    r_begin + group_rows < rows ? r_begin + group_rows : rows, own);
   }
-  // Upper tile (P, Q + h) of an item, or -1 below the diagonal.
-  const auto upper_tile = [](int P, int Q) { return P <= Q ? Q * (Q + 1) / 2 + P : -1; };
   const auto entry = [](int h, int e) {
     return (e / gemm_tile) * ItemCols + h * gemm_tile + e % gemm_tile;
   };
   if (groups == 1) {
     KWSVD_UNROLL
-    for (int h = 0; h < item_tiles; ++h) {
-      const int p = item_tiles > 1 ? upper_tile(own_P, own_Q + h) : own_i;
-      if (p >= 0)
+    for (int h = 0; h < item_tiles; ++h)
+      if (own_P <= own_Q + h)  // a wide item's tile below the diagonal is not stored
         for (int e = 0; e < tile_size; ++e)
-          put(p, e, own.v[entry(h, e)]);
-    }
+          put(own_P, own_Q + h, e, own.v[entry(h, e)]);
     return;
   }
   KWSVD_UNROLL
@@ -523,18 +525,14 @@ KOKKOS_INLINE_FUNCTION void gram_plate_team_pipelined(const Member& member,
     member.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, items * tile_size), [&](const int i) {
       const int item = i / tile_size, e = i - item * tile_size;
-      int p = item;  // a narrow item is its tile
-      if constexpr (item_tiles > 1) {
-        int P, Q;
-        gram_item_position<ItemCols>(item, P, Q);
-        p = upper_tile(P, Q + h);
-        if (p < 0)
-          return;
-      }
+      int P, Q;
+      gram_item_position<ItemCols>(item, P, Q);
+      if (P > Q + h)
+        return;
       Scalar sum = 0;
       for (int g = 0; g < groups; ++g)
         sum += X0[(g * items + item) * gram_group_sum_ld + e];
-      put(p, e, sum);
+      put(P, Q + h, e, sum);
     });
   }
 }

@@ -392,19 +392,20 @@ struct PairGramFunctor {
         if (task_is_one_plate(partial_begin, seg.task)) {
           const int n = 2 * w;
           Scalar* const Bt = B + std::size_t(seg.task) * std::size_t(n) * std::size_t(n);
-          gram_plate_team_pipelined<ItemCols>(member, task, seg, w, chunk_rows, groups, X, X1,
-                                              [&](const int p, const int e, const Scalar v) {
-                                                int P, Q;
-                                                gram_tile_position(p, P, Q);
-                                                const int a = gemm_tile * P + e / gemm_tile;
-                                                const int b = gemm_tile * Q + e % gemm_tile;
-                                                Bt[a + n * b] = v;
-                                                Bt[b + n * a] = v;
-                                              });
+          gram_plate_team_pipelined<ItemCols>(
+              member, task, seg, w, chunk_rows, groups, X, X1,
+              [&](const int P, const int Q, const int e, const Scalar v) {
+                const int a = gemm_tile * P + e / gemm_tile;
+                const int b = gemm_tile * Q + e % gemm_tile;
+                Bt[a + n * b] = v;
+                Bt[b + n * a] = v;
+              });
         } else {
           gram_plate_team_pipelined<ItemCols>(
               member, task, seg, w, chunk_rows, groups, X, X1,
-              [&](const int p, const int e, const Scalar v) { out[p * tile_size + e] = v; });
+              [&](const int P, const int Q, const int e, const Scalar v) {
+                out[gram_tile_index(P, Q) * tile_size + e] = v;
+              });
         }
       } else {
         gram_plate_team_in_memory(member, task, seg, w, chunk_rows, X, out);
@@ -440,7 +441,7 @@ struct GramPlateSums {
       b = tmp;
     }
     const int P = a / gemm_tile, Q = b / gemm_tile;
-    const int tile = Q * (Q + 1) / 2 + P;
+    const int tile = gram_tile_index(P, Q);
     const int k = (a - P * gemm_tile) * gemm_tile + (b - Q * gemm_tile);
     const std::size_t slot_size = std::size_t(gram_upper_tiles(w)) * gemm_tile * gemm_tile;
     const std::size_t at = std::size_t(tile) * gemm_tile * gemm_tile + k;
