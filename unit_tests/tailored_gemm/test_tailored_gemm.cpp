@@ -12,6 +12,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/oracle.hpp"
@@ -68,39 +69,74 @@ std::vector<T> evd_of_grams(Kokkos::View<T*> B, int tasks, int n,
   return out;
 }
 
-// A batch of matrices with different row counts in one rank-3 View
-// (batch, m_max, n), each matrix using its first m_k rows, and the tasks of
-// one level over it: pairs of blocks of width w, the last block narrower.
+// How a Level stores its matrices: one rank-3 View (batch, m_max, n) of the
+// case's layout, each matrix using its first m_k rows; or packed: each
+// matrix column-major with leading dimension m_k, one after the other from
+// 16-byte boundaries (the W-cycle's work matrices; the GPU Gram then loads
+// 16-byte column runs where m_k allows, GramChunkPrefetch).
+enum class Storage { batch_view, packed };
+
+// A batch of matrices with different row counts and the tasks of one level
+// over it: pairs of blocks of width w, the last block narrower.
 template <class T, class L>
 struct Level {
   int w = 0, n = 0;
   std::vector<int> rows;  // m_k
   Kokkos::View<T***, L> A;
+  Kokkos::View<T*> packed;
   std::vector<std::vector<double>> host;  // matrix k, column-major m_k x n
   std::vector<BlockPairTask<T>> tasks;
   Kokkos::View<BlockPairTask<T>*> tasks_d;
 
-  Level(int w_, const std::vector<int>& m, std::uint64_t seed) : w(w_), rows(m) {
+  Level(int w_, const std::vector<int>& m, std::uint64_t seed,
+        Storage storage = Storage::batch_view)
+      : w(w_), rows(m) {
     n = 4 * w - w / 2;  // blocks of w, w, w, w/2
     const int m_max = *std::max_element(m.begin(), m.end());
-    A = Kokkos::View<T***, L>("A", m.size(), m_max, n);
-    auto h = Kokkos::create_mirror_view(A);
-    for (std::size_t k = 0; k < m.size(); ++k) {
-      const auto r = kwsvd::test::random_matrix<T>(m[k], n, seed + k);
-      host.emplace_back(r.begin(), r.end());
-      for (int c = 0; c < n; ++c)
-        for (int i = 0; i < m[k]; ++i)
-          h(k, i, c) = r[i + std::size_t(m[k]) * c];
+    constexpr std::size_t align = 16 / sizeof(T);
+    std::vector<std::size_t> offset;  // packed: where matrix k starts
+    std::size_t total = 0;
+    for (int mk : m) {
+      offset.push_back(total);
+      total += (std::size_t(mk) * n + align - 1) / align * align;
     }
-    Kokkos::deep_copy(A, h);
+    host.resize(m.size());
+    if (storage == Storage::packed) {
+      packed = Kokkos::View<T*>("packed", total);
+      auto h = Kokkos::create_mirror_view(packed);
+      for (std::size_t k = 0; k < m.size(); ++k) {
+        const auto r = kwsvd::test::random_matrix<T>(m[k], n, seed + k);
+        host[k].assign(r.begin(), r.end());
+        for (std::size_t e = 0; e < r.size(); ++e)
+          h(offset[k] + e) = r[e];
+      }
+      Kokkos::deep_copy(packed, h);
+    } else {
+      A = Kokkos::View<T***, L>("A", m.size(), m_max, n);
+      auto h = Kokkos::create_mirror_view(A);
+      for (std::size_t k = 0; k < m.size(); ++k) {
+        const auto r = kwsvd::test::random_matrix<T>(m[k], n, seed + k);
+        host[k].assign(r.begin(), r.end());
+        for (int c = 0; c < n; ++c)
+          for (int i = 0; i < m[k]; ++i)
+            h(k, i, c) = r[i + std::size_t(m[k]) * c];
+      }
+      Kokkos::deep_copy(A, h);
+    }
     // Disjoint pairs (0, 3) and (1, 2): block 3 is the narrow one.
     int pair = 0;
     for (std::size_t k = 0; k < m.size(); ++k)
       for (auto [bi, bj] : {std::pair<int, int>{0, 3}, {1, 2}}) {
         BlockPairTask<T> t;
-        t.data = A.data() + k * A.stride(0);
-        t.row_stride = std::ptrdiff_t(A.stride(1));
-        t.col_stride = std::ptrdiff_t(A.stride(2));
+        if (storage == Storage::packed) {
+          t.data = packed.data() + offset[k];
+          t.row_stride = 1;
+          t.col_stride = m[k];
+        } else {
+          t.data = A.data() + k * A.stride(0);
+          t.row_stride = std::ptrdiff_t(A.stride(1));
+          t.col_stride = std::ptrdiff_t(A.stride(2));
+        }
         t.rows = m[k];
         t.col_i = bi * w;
         t.col_j = bj * w;
@@ -152,6 +188,11 @@ class TailoredGemm : public ::testing::Test {
   using TestLayout = typename C::Layout;
   // Mixed m, including fewer rows than a plate and exact multiples of it.
   const std::vector<int> mixed_rows = {5, 37, 64, 130, 201};
+  // Packed storage: rows with whole and partial 16-byte column runs.
+  const std::vector<int> packed_rows = {36, 64, 130, 201, 256};
+  // The packed matrices are column-major whatever the case's layout: the
+  // LayoutLeft cases test them.
+  static constexpr bool tests_packed = std::is_same_v<TestLayout, Kokkos::LayoutLeft>;
 };
 
 using Cases = kwsvd::test::ScalarLayoutCases;
@@ -166,50 +207,62 @@ TYPED_TEST(TailoredGemm, GramMatchesReferenceForEveryWidth) {
   // task is one plate and the GPU teams write B directly; 16 and 64 mix one-
   // and many-plate tasks. GPU teams take 4 x 4 or 4 x 8 items (GramItems;
   // host backends always 4 x 4).
+  // Packed storage (LayoutLeft cases): every matrix column-major on its
+  // own, as the W-cycle keeps them; delta = 201 leaves a partial column run
+  // at the end of the first plate and an unaligned second plate.
   using kwsvd::Impl::GramItems;
-  for (int w : {4, 8, 16, 24, 32, 48})
-    for (int groups : {0, 3})
-      for (int delta : {16, 64, 201})
-        for (GramItems items : {GramItems::narrow, GramItems::wide}) {
-          Level<T, L> level(w, this->mixed_rows, 100 + w);
-          auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(level.task_rows(), {w, delta, 128},
-                                                                 groups);
-          const int n2 = 2 * w;
-          Kokkos::View<T*> partial("partial", kwsvd::Impl::tailored_gram_partial_size(work));
-          Kokkos::View<T*> B("B", level.tasks.size() * n2 * n2);
-          kwsvd::Impl::launch_pair_gram(Exec(), work, level.tasks_d.data(), nullptr, partial.data(),
-                                        B.data(), items);
-          auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), B);
-          for (std::size_t t = 0; t < level.tasks.size(); ++t) {
-            const int m = level.tasks[t].rows;
-            const double tol = 2 * kwsvd::test::gamma<T>(m);
-            for (int b = 0; b < n2; ++b)
-              for (int a = 0; a < n2; ++a) {
-                double ref = 0, mag = 0;
-                for (int r = 0; r < m; ++r) {
-                  ref += level.x(t, r, a) * level.x(t, r, b);
-                  mag += std::abs(level.x(t, r, a) * level.x(t, r, b));
+  for (Storage storage : {Storage::batch_view, Storage::packed})
+    for (int w : {4, 8, 16, 24, 32, 48})
+      for (int groups : {0, 3})
+        for (int delta : {16, 64, 201})
+          for (GramItems items : {GramItems::narrow, GramItems::wide}) {
+            if (storage == Storage::packed && !TestFixture::tests_packed)
+              continue;
+            Level<T, L> level(w, storage == Storage::packed ? this->packed_rows : this->mixed_rows,
+                              100 + w, storage);
+            auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(level.task_rows(),
+                                                                   {w, delta, 128}, groups);
+            // GPU float Grams: the kernel with column runs on the packed
+            // matrices (entries where a task or plate does not fit), the
+            // plain one on the batch View.
+            work.gram_column_runs = storage == Storage::packed;
+            const int n2 = 2 * w;
+            Kokkos::View<T*> partial("partial", kwsvd::Impl::tailored_gram_partial_size(work));
+            Kokkos::View<T*> B("B", level.tasks.size() * n2 * n2);
+            kwsvd::Impl::launch_pair_gram(Exec(), work, level.tasks_d.data(), nullptr,
+                                          partial.data(), B.data(), items);
+            auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), B);
+            for (std::size_t t = 0; t < level.tasks.size(); ++t) {
+              const int m = level.tasks[t].rows;
+              const double tol = 2 * kwsvd::test::gamma<T>(m);
+              for (int b = 0; b < n2; ++b)
+                for (int a = 0; a < n2; ++a) {
+                  double ref = 0, mag = 0;
+                  for (int r = 0; r < m; ++r) {
+                    ref += level.x(t, r, a) * level.x(t, r, b);
+                    mag += std::abs(level.x(t, r, a) * level.x(t, r, b));
+                  }
+                  const double got = h(t * n2 * n2 + a + std::size_t(n2) * b);
+                  ASSERT_LE(std::abs(got - ref), tol * mag + 1e-300)
+                      << "w " << w << " groups " << groups << " delta " << delta
+                      << (items == GramItems::wide ? " wide" : " narrow")
+                      << (storage == Storage::packed ? " packed" : "") << " task " << t
+                      << " entry (" << a << ", " << b << ")";
                 }
-                const double got = h(t * n2 * n2 + a + std::size_t(n2) * b);
-                ASSERT_LE(std::abs(got - ref), tol * mag + 1e-300)
-                    << "w " << w << " groups " << groups << " delta " << delta
-                    << (items == GramItems::wide ? " wide" : " narrow") << " task " << t
-                    << " entry (" << a << ", " << b << ")";
-              }
+            }
+            // Without the cross-plate launch, the Gram EVD summing the plates as
+            // it loads them (the W-cycle's way) finds what it finds from B, to
+            // the bit.
+            if (kwsvd::gram_evd_fits<T, Exec>(n2)) {
+              Kokkos::View<T*> B2("B2", B.size());
+              const auto sums = kwsvd::Impl::launch_pair_gram_plates(
+                  Exec(), work, level.tasks_d.data(), nullptr, partial.data(), B2.data(), items);
+              const int tasks = int(level.tasks.size());
+              EXPECT_EQ(evd_of_grams(B2, tasks, n2, &sums), evd_of_grams<T>(B, tasks, n2, nullptr))
+                  << "w " << w << " groups " << groups << " delta " << delta
+                  << (items == GramItems::wide ? " wide" : " narrow");
+            }
           }
-          // Without the cross-plate launch, the Gram EVD summing the plates as
-          // it loads them (the W-cycle's way) finds what it finds from B, to
-          // the bit.
-          if (kwsvd::gram_evd_fits<T, Exec>(n2)) {
-            Kokkos::View<T*> B2("B2", B.size());
-            const auto sums = kwsvd::Impl::launch_pair_gram_plates(
-                Exec(), work, level.tasks_d.data(), nullptr, partial.data(), B2.data(), items);
-            const int tasks = int(level.tasks.size());
-            EXPECT_EQ(evd_of_grams(B2, tasks, n2, &sums), evd_of_grams<T>(B, tasks, n2, nullptr))
-                << "w " << w << " groups " << groups << " delta " << delta
-                << (items == GramItems::wide ? " wide" : " narrow");
-          }
-        }
 }
 
 TYPED_TEST(TailoredGemm, GramIsTheSameRunToRun) {
@@ -336,6 +389,39 @@ TEST(TailoredGemmPlan, GramItemsCoverTheUpperTilesOnce) {
         EXPECT_EQ(wide[P + t * Q], 1) << "w " << w << " tile (" << P << ", " << Q << ")";
       }
   }
+}
+
+TEST(TailoredGemmPlan, ColumnRunsNeedAlignedColumnMajorTasks) {
+  // The GPU Gram loads 16-byte column runs only from column-major matrices
+  // whose columns start on 16-byte boundaries.
+  alignas(16) static float storage[64 * 40 + 4];
+  BlockPairTask<float> t;
+  t.data = storage;
+  t.row_stride = 1;
+  t.col_stride = 64;
+  t.rows = 64;
+  t.col_i = 0;
+  t.col_j = 16;
+  t.width_i = t.width_j = 16;
+  EXPECT_TRUE(kwsvd::Impl::gram_task_allows_column_runs(t));
+  auto odd_ld = t;
+  odd_ld.col_stride = odd_ld.rows = 62;
+  EXPECT_FALSE(kwsvd::Impl::gram_task_allows_column_runs(odd_ld));
+  auto shifted = t;
+  shifted.data = storage + 1;
+  EXPECT_FALSE(kwsvd::Impl::gram_task_allows_column_runs(shifted));
+  auto row_major = t;
+  row_major.row_stride = 40;
+  row_major.col_stride = 1;
+  EXPECT_FALSE(kwsvd::Impl::gram_task_allows_column_runs(row_major));
+  // A segment must also start on a run and fit the team's prefetch
+  // registers (8 floats a thread: 2 runs).
+  kwsvd::Impl::PlateSegment seg;
+  seg.rows = 64;
+  EXPECT_TRUE(kwsvd::Impl::gram_column_runs_fit(t, seg, 16, 32, 256));
+  EXPECT_FALSE(kwsvd::Impl::gram_column_runs_fit(t, seg, 16, 32, 127));
+  seg.row_begin = 2;
+  EXPECT_FALSE(kwsvd::Impl::gram_column_runs_fit(t, seg, 16, 32, 256));
 }
 
 TEST(TailoredGemmPlan, PlatesCoverEveryRowOnceAndPackResiduals) {

@@ -399,28 +399,117 @@ KOKKOS_INLINE_FUNCTION constexpr int gram_prefetch_entries() {
   return int(gram_prefetch_bytes / sizeof(Scalar));
 }
 
-/// The entries of every Gram chunk that one GPU thread moves from memory to
-/// scratch: thread `rank` of `threads` owns flat entries rank + u threads
-/// (u < gram_prefetch_entries) of a full chunk in PairEntryWalk order, so a
-/// warp's loads stay contiguous. fetch() only issues the loads into
-/// registers; store() writes them to scratch later, after the team has
-/// computed on the previous chunk, which hides the memory latency behind
-/// that work (software pipelining through registers). Entry positions are
-/// computed once per segment: recomputing them at each use (to save the
-/// registers) made the Gram 1.3x to 1.7x slower on the H200.
+/// Scalars in one 16-byte load.
 template <class Scalar>
+KOKKOS_INLINE_FUNCTION constexpr int scalars_per_16_bytes() {
+  return int(16 / sizeof(Scalar));
+}
+
+/// The narrowest blocks whose float Gram moves its chunks in column runs
+/// (gram_column_runs_fit). A column run's rows are 4 rows apart in scratch,
+/// so a warp's stores of one run row fall in 2 banks (16-way conflicts, 4
+/// with single entries), and at w = 8, where a team computes little per
+/// chunk, that cost more than the loads saved (H200, 1000 pairs: 512 x 8
+/// +16%, 2048 x 8 +32%).
+constexpr int gram_column_runs_min_w = 16;
+
+/// Whether a GPU Gram of blocks of width w moves its chunks in column runs
+/// where its segments allow (gram_column_runs_fit): float from
+/// gram_column_runs_min_w. The launch picks a kernel with or without them
+/// (PairGramFunctor's ColumnRuns), so that the others keep their code and
+/// registers. Double's 16-byte runs were as fast as its single entries at
+/// most shapes and up to 7% slower at w = 8 and 48 (H200, 1000 pairs).
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION constexpr bool gram_column_runs_wanted(int w) {
+  return sizeof(Scalar) <= 4 && w >= gram_column_runs_min_w;
+}
+
+/// Whether task t's matrix lets a Gram load its columns in 16-byte runs:
+/// column-major, 16-byte aligned columns, offsets within it that fit an
+/// int. The scheduler (host) counts the rows of such tasks to pick the
+/// kernel (TailoredGemmWork::gram_column_runs).
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION bool gram_task_allows_column_runs(const BlockPairTask<Scalar>& t) {
+  constexpr int per = scalars_per_16_bytes<Scalar>();
+  const int last_i = t.col_i + t.width_i, last_j = t.col_j + t.width_j;
+  const std::ptrdiff_t extent =
+      t.col_stride * std::ptrdiff_t(last_i > last_j ? last_i : last_j) + t.rows;
+  return t.row_stride == 1 && t.col_stride % per == 0 &&
+         (reinterpret_cast<std::uintptr_t>(t.data) & 15) == 0 && extent < (std::ptrdiff_t(1) << 31);
+}
+
+/// Whether a Gram team of `threads` may move segment `seg` of task t in
+/// column runs (GramChunkPrefetch): the task allows them, every run of
+/// scalars_per_16_bytes rows starts aligned, and a chunk has few enough
+/// runs for the threads' prefetch registers.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION bool gram_column_runs_fit(const BlockPairTask<Scalar>& t,
+                                                 const PlateSegment& seg, int w, int chunk_rows,
+                                                 int threads) {
+  constexpr int per = scalars_per_16_bytes<Scalar>();
+  const int runs = (chunk_rows + per - 1) / per * 2 * w;
+  return gram_task_allows_column_runs(t) && seg.row_begin % per == 0 &&
+         (chunk_rows % per == 0 || seg.rows <= chunk_rows) &&
+         runs <= threads * (gram_prefetch_entries<Scalar>() / per);
+}
+
+/// The entries of every Gram chunk that one GPU thread moves from memory to
+/// scratch. fetch() only issues the loads into registers; store() writes
+/// them to scratch later, after the team has computed on the previous
+/// chunk, which hides the memory latency behind that work (software
+/// pipelining through registers). Positions are computed once per segment:
+/// recomputing them at each use (to save the registers) made the Gram 1.3x
+/// to 1.7x slower on the H200. Two ways to share out a chunk:
+/// - column runs (ColumnRuns, where gram_column_runs_fit): the chunk is
+///   cut into runs of scalars_per_16_bytes rows of one column, each one
+///   16-byte load, and thread `rank` owns runs rank + u threads
+///   (u < runs), numbered down the columns so that a warp's loads stay
+///   contiguous. A float m = 128
+///   Gram spent most of its instructions on the per-entry loads and their
+///   addresses (ncu: FFMA 13 to 26% of its instructions). Taking columns
+///   side by side instead (fewer bank conflicts in the stores) was slower
+///   from w = 32 (+5 to +22% at 8 or 16 columns);
+/// - entries: thread `rank` owns flat entries rank + u threads
+///   (u < gram_prefetch_entries) of a full chunk in PairEntryWalk order, so
+///   a warp's loads stay contiguous.
+template <class Scalar, bool ColumnRuns>
 struct GramChunkPrefetch {
   static constexpr int entries = gram_prefetch_entries<Scalar>();
-  int rc[entries];  ///< r | c << 16 of each entry in a full chunk, or -1 past its end
+  static constexpr int per = scalars_per_16_bytes<Scalar>(), runs = entries / per;
+  static_assert(!ColumnRuns || entries % per == 0);
+  /// Entries: r | c << 16 of each entry in a full chunk, or -1 past its
+  /// end. Column runs: [u] the run's offset from the chunk's first row
+  /// (-1 for a missing column, whose run is zeros), [runs + u] its first
+  /// row r | c << 16, or -1 past the chunk's end.
+  int rc[entries];
   Scalar v[entries];
+  bool column_runs;
 
-  KOKKOS_INLINE_FUNCTION GramChunkPrefetch(const BlockPairTask<Scalar>& t, int w, int chunk_rows,
-                                           int rank, int threads) {
+  KOKKOS_INLINE_FUNCTION GramChunkPrefetch(const BlockPairTask<Scalar>& t, const PlateSegment& seg,
+                                           int w, int chunk_rows, int rank, int threads)
+      : column_runs(ColumnRuns && gram_column_runs_fit(t, seg, w, chunk_rows, threads)) {
+    KWSVD_UNROLL
+    for (int u = 0; u < entries; ++u)
+      rc[u] = -1;
+    if (ColumnRuns && column_runs) {
+      const int run_rows = (chunk_rows + per - 1) / per;
+      const float inv_run_rows = 1.0f / float(run_rows);
+      KWSVD_UNROLL
+      for (int u = 0; u < runs; ++u) {
+        const int g = rank + u * threads;
+        if (g < run_rows * 2 * w) {
+          const int c = small_quotient(g, inv_run_rows), r = (g - c * run_rows) * per;
+          const int col = t.column(c, w);
+          rc[u] = col >= 0 ? r + col * int(t.col_stride) : -1;
+          rc[runs + u] = r | (c << 16);
+        }
+      }
+      return;
+    }
     const PairEntryWalk walk(t, w, chunk_rows);
     KWSVD_UNROLL
     for (int u = 0; u < entries; ++u) {
       const int e = rank + u * threads;
-      rc[u] = -1;
       if (e < walk.total) {
         int r, c;
         walk.entry(e, r, c);
@@ -431,6 +520,30 @@ struct GramChunkPrefetch {
 
   /// Loads the entries of the chunk of `rows` rows starting at row `row0`.
   KOKKOS_INLINE_FUNCTION void fetch(const BlockPairTask<Scalar>& t, int w, int row0, int rows) {
+    if (ColumnRuns && column_runs) {
+      KWSVD_UNROLL
+      for (int u = 0; u < entries; ++u)
+        v[u] = Scalar(0);
+      const Scalar* const base = t.data + row0;
+      KWSVD_UNROLL
+      for (int u = 0; u < runs; ++u) {
+        const int r = rc[runs + u] & 0xffff;
+        if (rc[runs + u] < 0 || rc[u] < 0)
+          continue;
+        if (r + per <= rows) {
+          const Packed16<Scalar> p = *reinterpret_cast<const Packed16<Scalar>*>(base + rc[u]);
+          KWSVD_UNROLL
+          for (int k = 0; k < per; ++k)
+            v[u * per + k] = p.v[k];
+        } else {  // the segment's last rows
+          KWSVD_UNROLL
+          for (int k = 0; k < per; ++k)
+            if (r + k < rows)
+              v[u * per + k] = base[rc[u] + k];
+        }
+      }
+      return;
+    }
     KWSVD_UNROLL
     for (int u = 0; u < entries; ++u) {
       v[u] = Scalar(0);
@@ -444,6 +557,20 @@ struct GramChunkPrefetch {
   /// missing columns; nothing past `rows`).
   KOKKOS_INLINE_FUNCTION void store(Scalar* X, int w, int rows) const {
     const int ld = gram_chunk_ld<Scalar>(w);
+    if (ColumnRuns && column_runs) {
+      KWSVD_UNROLL
+      for (int u = 0; u < runs; ++u) {
+        const int r = rc[runs + u] & 0xffff, c = rc[runs + u] >> 16;
+        if (rc[runs + u] < 0)
+          continue;
+        Scalar* const x = X + r * ld + gram_chunk_position<Scalar>(c, w);
+        KWSVD_UNROLL
+        for (int k = 0; k < per; ++k)
+          if (r + k < rows)
+            x[k * ld] = v[u * per + k];
+      }
+      return;
+    }
     KWSVD_UNROLL
     for (int u = 0; u < entries; ++u) {
       const int r = rc[u] & 0xffff, c = rc[u] >> 16;
@@ -472,7 +599,7 @@ constexpr int gram_group_sum_ld = gemm_tile * gemm_tile + 1;
 /// entry e (row-major in the 4 x 4 tile) of the plate Gram's upper tile in
 /// tile row P <= tile column Q (gram_tile_index). X0 must hold 2 chunks and gram_group_sum_ld x
 /// threads scalars when groups > 1; X1 = X0 + one chunk.
-template <int ItemCols, class Member, class Scalar, class Put>
+template <int ItemCols, bool ColumnRuns, class Member, class Scalar, class Put>
 KOKKOS_INLINE_FUNCTION void gram_plate_team_pipelined(const Member& member,
                                                       const BlockPairTask<Scalar>& t,
                                                       const PlateSegment& seg, int w,
@@ -485,7 +612,7 @@ KOKKOS_INLINE_FUNCTION void gram_plate_team_pipelined(const Member& member,
   int own_P, own_Q;
   gram_item_position<ItemCols>(own_i, own_P, own_Q);
   GramTile<Scalar, ItemCols> own;
-  GramChunkPrefetch<Scalar> prefetch(t, w, chunk_rows, rank, threads);
+  GramChunkPrefetch<Scalar, ColumnRuns> prefetch(t, seg, w, chunk_rows, rank, threads);
   prefetch.fetch(t, w, seg.row_begin, seg.rows < chunk_rows ? seg.rows : chunk_rows);
   member.team_barrier();  // the previous segment is done with the scratch
   int k = 0;

@@ -129,6 +129,12 @@ struct TailoredGemmWork {
   int w = 0, max_segment_rows = 0;
   int team_threads = 0;
   int gram_groups = 0;  ///< row groups of a GPU Gram team (0: tailored_gram_groups)
+  /// Whether a GPU Gram whose width wants column runs (gram_column_runs_wanted)
+  /// takes the kernel that has them. A caller that knows most rows' tasks
+  /// cannot use them (gram_task_allows_column_runs) clears it: that kernel's
+  /// per-entry path was 2% slower than the plain one (H200, Table VI float
+  /// group 512, whose random m are mostly not multiples of 4).
+  bool gram_column_runs = true;
 };
 
 /// Largest team of both GEMMs (their launch bounds).
@@ -351,6 +357,12 @@ PipelinedGramShape pipelined_gram_shape(int w, int groups, int max_rows,
   rows = std::min(rows, std::max(1, max_rows));
   while (rows > 1 && bytes(rows, s.threads, s.groups) > limit)
     --rows;
+  // Whole 16-byte column runs per chunk where GramChunkPrefetch may take
+  // them; elsewhere every row counts (rounding the double 2w = 96 Gram's 6
+  // rows down to 4 made it 7 to 9% slower on the H200).
+  constexpr int per = scalars_per_16_bytes<Scalar>();
+  if (gram_column_runs_wanted<Scalar>(w) && rows > per && rows < max_rows)
+    rows = rows / per * per;
   s.chunk_rows = bytes(rows, s.threads, s.groups) <= limit ? rows : 0;
   s.scratch_scalars =
       pipelined_gram_scratch_scalars<Scalar>(w, std::max(1, s.chunk_rows), s.threads, s.groups);
@@ -362,7 +374,8 @@ PipelinedGramShape pipelined_gram_shape(int w, int groups, int max_rows,
 /// group): gram_plate_team_pipelined, whose teams write B itself for a
 /// task of one plate (no partial, nothing left for the cross-plate sum);
 /// otherwise gram_plate_team_in_memory.
-template <class ExecSpace, class Scalar, bool Pipelined, int ItemCols = gemm_tile>
+template <class ExecSpace, class Scalar, bool Pipelined, int ItemCols = gemm_tile,
+          bool ColumnRuns = false>
 struct PairGramFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using ScratchVector = TeamScratch<ExecSpace, Scalar>;
@@ -392,7 +405,7 @@ struct PairGramFunctor {
         if (task_is_one_plate(partial_begin, seg.task)) {
           const int n = 2 * w;
           Scalar* const Bt = B + std::size_t(seg.task) * std::size_t(n) * std::size_t(n);
-          gram_plate_team_pipelined<ItemCols>(
+          gram_plate_team_pipelined<ItemCols, ColumnRuns>(
               member, task, seg, w, chunk_rows, groups, X, X1,
               [&](const int P, const int Q, const int e, const Scalar v) {
                 const int a = gemm_tile * P + e / gemm_tile;
@@ -401,7 +414,7 @@ struct PairGramFunctor {
                 Bt[b + n * a] = v;
               });
         } else {
-          gram_plate_team_pipelined<ItemCols>(
+          gram_plate_team_pipelined<ItemCols, ColumnRuns>(
               member, task, seg, w, chunk_rows, groups, X, X1,
               [&](const int P, const int Q, const int e, const Scalar v) {
                 out[gram_tile_index(P, Q) * tile_size + e] = v;
@@ -502,22 +515,23 @@ GramPlateSums<Scalar> launch_pair_gram_plates(const ExecSpace& exec,
                                "level-0 scratch of " + ExecSpace::name());
   };
   const auto gram_teams = [&](auto pipelined, int chunk, int groups, std::size_t scalars,
-                              auto item_cols) {
+                              auto item_cols, auto column_runs) {
     return PairGramFunctor<ExecSpace, Scalar, decltype(pipelined)::value,
-                           decltype(item_cols)::value>{tasks,
-                                                       work.segments.data(),
-                                                       work.team_begin.data(),
-                                                       work.partial_begin.data(),
-                                                       mask,
-                                                       partial,
-                                                       B,
-                                                       w,
-                                                       chunk,
-                                                       groups,
-                                                       scalars};
+                           decltype(item_cols)::value, decltype(column_runs)::value>{
+        tasks,
+        work.segments.data(),
+        work.team_begin.data(),
+        work.partial_begin.data(),
+        mask,
+        partial,
+        B,
+        w,
+        chunk,
+        groups,
+        scalars};
   };
   bool launched = false;
-  const auto launch_pipelined = [&](auto item_cols, auto team_max) {
+  const auto launch_pipelined = [&](auto item_cols, auto team_max, auto column_runs) {
     constexpr int ItemCols = decltype(item_cols)::value, TeamMax = decltype(team_max)::value;
     const int groups = work.gram_groups > 0 ? work.gram_groups
                                             : tailored_gram_groups<ExecSpace, Scalar>(
@@ -525,7 +539,7 @@ GramPlateSums<Scalar> launch_pair_gram_plates(const ExecSpace& exec,
     const PipelinedGramShape shape =
         pipelined_gram_shape<ExecSpace, Scalar>(w, groups, work.max_segment_rows, ItemCols);
     const auto f = gram_teams(std::true_type(), shape.chunk_rows, shape.groups,
-                              shape.scratch_scalars, item_cols);
+                              shape.scratch_scalars, item_cols, column_runs);
     if (shape.chunk_rows > 0 && shape.threads <= tailored_team_size_max<ExecSpace, Scalar, TeamMax>(
                                                      exec, work.teams, shape.scratch, f)) {
       launch_tailored_teams<ExecSpace, Scalar, TeamMax>(exec, "kwsvd::tailored_gram", work.teams,
@@ -541,13 +555,19 @@ GramPlateSums<Scalar> launch_pair_gram_plates(const ExecSpace& exec,
                       (items_wanted == GramItems::wide || w >= gram_wide_min_w);
     if constexpr (wide_cols != gemm_tile) {
       if (wide)
-        launched = launch_pipelined(std::integral_constant<int, wide_cols>(),
-                                    std::integral_constant<int, gram_wide_team_max>());
+        launched =
+            launch_pipelined(std::integral_constant<int, wide_cols>(),
+                             std::integral_constant<int, gram_wide_team_max>(), std::false_type());
     }
     // Narrow when wide items are not wanted or their team does not fit.
+    using NarrowCols = std::integral_constant<int, gemm_tile>;
+    using NarrowTeamMax = std::integral_constant<int, tailored_gemm_team_max<Scalar>()>;
+    if constexpr (gram_column_runs_wanted<Scalar>(gram_column_runs_min_w)) {
+      if (!launched && work.gram_column_runs && gram_column_runs_wanted<Scalar>(w))
+        launched = launch_pipelined(NarrowCols(), NarrowTeamMax(), std::true_type());
+    }
     if (!launched)
-      launched = launch_pipelined(std::integral_constant<int, gemm_tile>(),
-                                  std::integral_constant<int, tailored_gemm_team_max<Scalar>()>());
+      launched = launch_pipelined(NarrowCols(), NarrowTeamMax(), std::false_type());
   }
   if (work.teams > 0 && !launched) {
     // Host backends, and tile counts past a GPU team: tiles taken in turn.
@@ -557,8 +577,8 @@ GramPlateSums<Scalar> launch_pair_gram_plates(const ExecSpace& exec,
     const std::size_t scalars =
         aligned16_extent<Scalar>(std::size_t(gram_chunk_ld<Scalar>(w)) * std::size_t(chunk));
     const std::size_t scratch = scratch_bytes_for<ExecSpace, Scalar>(scalars);
-    const auto f =
-        gram_teams(std::false_type(), chunk, 1, scalars, std::integral_constant<int, gemm_tile>());
+    const auto f = gram_teams(std::false_type(), chunk, 1, scalars,
+                              std::integral_constant<int, gemm_tile>(), std::false_type());
     const int team = std::max(
         1, std::min(gram_upper_tiles(w),
                     tailored_team_size_max<ExecSpace, Scalar>(exec, work.teams, scratch, f)));

@@ -588,6 +588,19 @@ class WcycleLevelSolver {
     return t;
   }
 
+  /// Whether at least half the rows of a level's Gram tasks can be loaded
+  /// in 16-byte column runs (gram_task_allows_column_runs: m_k scalars a
+  /// multiple of 16 bytes): then the Gram takes the kernel that has them.
+  static bool most_rows_allow_column_runs(const std::vector<Task>& tasks) {
+    std::size_t fit = 0, all = 0;
+    for (const Task& t : tasks) {
+      all += std::size_t(t.rows);
+      if (gram_task_allows_column_runs(t))
+        fit += std::size_t(t.rows);
+    }
+    return 2 * fit >= all;
+  }
+
   /// Cuts a block into blocks of width at most w.
   static void split_block(const ColumnBlock& block, int w, std::vector<ColumnBlock>& out) {
     for (int c = 0; c < block.width; c += w)
@@ -697,6 +710,7 @@ class WcycleLevelSolver {
       step.gram_tasks = copy_to_device<memory_space>(lists.evd, "kwsvd::gram_tasks");
       step.update_tasks = copy_to_device<memory_space>(update, "kwsvd::update_tasks");
       step.gram_work = make_tailored_gemm_work<ExecSpace>(gram_rows, plan);
+      step.gram_work.gram_column_runs = most_rows_allow_column_runs(lists.evd);
       step.update_work = make_tailored_gemm_work<ExecSpace>(update_rows, plan);
       const std::size_t nn = std::size_t(2 * step.w) * std::size_t(2 * step.w);
       j_size = std::max(j_size, std::size_t(step.svd_pairs + step.evd_pairs) * nn);
