@@ -406,11 +406,11 @@ KOKKOS_INLINE_FUNCTION constexpr int scalars_per_16_bytes() {
 }
 
 /// The narrowest blocks whose float Gram moves its chunks in column runs
-/// (gram_column_runs_fit). A column run's rows are 4 rows apart in scratch,
-/// so a warp's stores of one run row fall in 2 banks (16-way conflicts, 4
-/// with single entries), and at w = 8, where a team computes little per
-/// chunk, that cost more than the loads saved (H200, 1000 pairs: 512 x 8
-/// +16%, 2048 x 8 +32%).
+/// (gram_column_runs_fit). At w = 8, where a team computes little per
+/// chunk, runs cost more than they saved (H200, 1000 pairs: 512 x 8 +16%,
+/// 2048 x 8 +32%), measured while a run's rows still sat in order in
+/// scratch (16-way bank conflicts in the stores; 4-way since
+/// GramChunkPrefetch::store interleaves them): not measured again since.
 constexpr int gram_column_runs_min_w = 16;
 
 /// Whether a GPU Gram of blocks of width w moves its chunks in column runs
@@ -448,8 +448,7 @@ KOKKOS_INLINE_FUNCTION bool gram_column_runs_fit(const BlockPairTask<Scalar>& t,
                                                  int threads) {
   constexpr int per = scalars_per_16_bytes<Scalar>();
   const int runs = (chunk_rows + per - 1) / per * 2 * w;
-  return gram_task_allows_column_runs(t) && seg.row_begin % per == 0 &&
-         (chunk_rows % per == 0 || seg.rows <= chunk_rows) &&
+  return gram_task_allows_column_runs(t) && seg.row_begin % per == 0 && chunk_rows % per == 0 &&
          runs <= threads * (gram_prefetch_entries<Scalar>() / per);
 }
 
@@ -554,22 +553,28 @@ struct GramChunkPrefetch {
   }
 
   /// Writes them to X as load_gram_chunk lays a chunk out (zeros for
-  /// missing columns; nothing past `rows`).
-  KOKKOS_INLINE_FUNCTION void store(Scalar* X, int w, int rows) const {
+  /// missing columns) and returns the rows of X to sum: `rows` for single
+  /// entries. Column runs put row k of the q-th run of each column at row
+  /// k R + q of X (R runs down a column, rows past `rows` zero, R per rows
+  /// returned): a warp's lanes store neighbouring runs of one column, so
+  /// they write neighbouring rows of X, 4-way bank conflicts, where rows
+  /// in order put them 4 rows apart, 16-way. The Gram sums over rows, in
+  /// any fixed order.
+  KOKKOS_INLINE_FUNCTION int store(Scalar* X, int w, int rows) const {
     const int ld = gram_chunk_ld<Scalar>(w);
     if (ColumnRuns && column_runs) {
+      const int run_rows = (rows + per - 1) / per;
       KWSVD_UNROLL
       for (int u = 0; u < runs; ++u) {
-        const int r = rc[runs + u] & 0xffff, c = rc[runs + u] >> 16;
-        if (rc[runs + u] < 0)
+        const int q = (rc[runs + u] & 0xffff) / per, c = rc[runs + u] >> 16;
+        if (rc[runs + u] < 0 || q >= run_rows)
           continue;
-        Scalar* const x = X + r * ld + gram_chunk_position<Scalar>(c, w);
+        Scalar* const x = X + q * ld + gram_chunk_position<Scalar>(c, w);
         KWSVD_UNROLL
-        for (int k = 0; k < per; ++k)
-          if (r + k < rows)
-            x[k * ld] = v[u * per + k];
+        for (int k = 0; k < per; ++k)  // fetch left zeros past `rows`
+          x[k * run_rows * ld] = v[u * per + k];
       }
-      return;
+      return run_rows * per;
     }
     KWSVD_UNROLL
     for (int u = 0; u < entries; ++u) {
@@ -577,6 +582,7 @@ struct GramChunkPrefetch {
       if (rc[u] >= 0 && r < rows)
         X[r * ld + gram_chunk_position<Scalar>(c, w)] = v[u];
     }
+    return rows;
   }
 };
 
@@ -621,15 +627,15 @@ KOKKOS_INLINE_FUNCTION void gram_plate_team_pipelined(const Member& member,
     Scalar* const X = (k & 1) ? X1 : X0;
     // X was last read while computing chunk k - 2, before the previous
     // barrier.
-    prefetch.store(X, w, rows);
+    const int stored = prefetch.store(X, w, rows);
     member.team_barrier();
     const int next = c0 + chunk_rows;
     if (next < seg.rows)
       prefetch.fetch(t, w, seg.row_begin + next,
                      seg.rows - next < chunk_rows ? seg.rows - next : chunk_rows);
-    const int group_rows = (rows + groups - 1) / groups, r_begin = own_g * group_rows;
+    const int group_rows = (stored + groups - 1) / groups, r_begin = own_g * group_rows;
     gram_tile_rows(X, w, own_P, own_Q, r_begin,
-                   r_begin + group_rows < rows ? r_begin + group_rows : rows, own);
+                   r_begin + group_rows < stored ? r_begin + group_rows : stored, own);
   }
   const auto entry = [](int h, int e) {
     return (e / gemm_tile) * ItemCols + h * gemm_tile + e % gemm_tile;
