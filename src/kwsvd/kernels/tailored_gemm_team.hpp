@@ -463,11 +463,11 @@ KOKKOS_INLINE_FUNCTION bool gram_column_runs_fit(const BlockPairTask<Scalar>& t,
 ///   cut into runs of scalars_per_16_bytes rows of one column, each one
 ///   16-byte load, and thread `rank` owns runs rank + u threads
 ///   (u < runs), numbered down the columns so that a warp's loads stay
-///   contiguous. A float m = 128
-///   Gram spent most of its instructions on the per-entry loads and their
-///   addresses (ncu: FFMA 13 to 26% of its instructions). Taking columns
-///   side by side instead (fewer bank conflicts in the stores) was slower
-///   from w = 32 (+5 to +22% at 8 or 16 columns);
+///   contiguous. A float m = 128 Gram spent most of its instructions on
+///   the per-entry loads and their addresses (ncu: FFMA 13 to 26% of its
+///   instructions). Taking columns side by side instead (fewer bank
+///   conflicts in the stores, before store() interleaved the rows) was
+///   slower from w = 32 (+5 to +22% at 8 or 16 columns);
 /// - entries: thread `rank` owns flat entries rank + u threads
 ///   (u < gram_prefetch_entries) of a full chunk in PairEntryWalk order, so
 ///   a warp's loads stay contiguous.
@@ -603,8 +603,9 @@ constexpr int gram_group_sum_ld = gemm_tile * gemm_tile + 1;
 /// tiles are summed in group order in scratch (the same result run to run),
 /// one tile column of the items at a time, and put(P, Q, e, value) receives
 /// entry e (row-major in the 4 x 4 tile) of the plate Gram's upper tile in
-/// tile row P <= tile column Q (gram_tile_index). X0 must hold 2 chunks and gram_group_sum_ld x
-/// threads scalars when groups > 1; X1 = X0 + one chunk.
+/// tile row P <= tile column Q (gram_tile_index). X0 must hold 2 chunks and
+/// gram_group_sum_ld x threads scalars when groups > 1; X1 = X0 + one
+/// chunk.
 template <int ItemCols, bool ColumnRuns, class Member, class Scalar, class Put>
 KOKKOS_INLINE_FUNCTION void gram_plate_team_pipelined(const Member& member,
                                                       const BlockPairTask<Scalar>& t,
