@@ -7,8 +7,14 @@
 // Nominal flops: Gram 2 m (2w)^2 per pair (the full product, as cuBLAS
 // computes it), update 2 m (2w)^2 per pair; a sweep of an n x n matrix
 // 4 n^3. Times: cudaEvent (CUDA) or fence + clock, manual time.
+//
+// KWSVD_BENCH_GRAM_GROUPS=g (g > 0) forces the GPU Gram's row groups per
+// team (TailoredGemmWork::gram_groups) in BM_kwsvd_tailored_gram, for
+// sweeps of the groups rule (tailored_gram_groups); unset or 0: the rule.
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "bench_common.hpp"
 #include "kwsvd/kwsvd.hpp"
@@ -73,7 +79,9 @@ void BM_kwsvd_tailored_gram(benchmark::State& state) {
   const int m = int(state.range(0)), w = int(state.range(1)), batch = int(state.range(2));
   PairBatch<T> pb(m, w, batch);
   const auto plan = pb.plan();
-  auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(std::vector<int>(batch, m), plan);
+  const char* groups = std::getenv("KWSVD_BENCH_GRAM_GROUPS");
+  auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(
+      std::vector<int>(batch, m), plan, groups ? std::max(0, std::atoi(groups)) : 0);
   Kokkos::View<T*> partial("partial", kwsvd::Impl::tailored_gram_partial_size(work));
   Kokkos::View<T*> B("B", std::size_t(batch) * 4 * w * w);
   kwsvd::bench::DeviceTimer timer;

@@ -406,12 +406,12 @@ KOKKOS_INLINE_FUNCTION constexpr int scalars_per_16_bytes() {
 }
 
 /// The narrowest blocks whose float Gram moves its chunks in column runs
-/// (gram_column_runs_fit). At w = 8, where a team computes little per
-/// chunk, runs cost more than they saved (H200, 1000 pairs: 512 x 8 +16%,
-/// 2048 x 8 +32%), measured while a run's rows still sat in order in
-/// scratch (16-way bank conflicts in the stores; 4-way since
-/// GramChunkPrefetch::store interleaves them): not measured again since.
-constexpr int gram_column_runs_min_w = 16;
+/// (gram_column_runs_fit). w = 8 was left out while a run's rows sat in
+/// order in scratch (16-way bank conflicts in the stores: 512 x 8 +16%,
+/// 2048 x 8 +32%); since GramChunkPrefetch::store interleaves them (4-way)
+/// runs made w = 8 faster too (H200, 1000 pairs, best of two: 128 / 512 /
+/// 2048 x 8 -11 / -14 / -20%).
+constexpr int gram_column_runs_min_w = 8;
 
 /// Whether a GPU Gram of blocks of width w moves its chunks in column runs
 /// where its segments allow (gram_column_runs_fit): float from

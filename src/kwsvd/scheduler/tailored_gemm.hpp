@@ -184,23 +184,41 @@ void launch_tailored_teams(const ExecSpace& exec, const char* name, int teams, i
   Kokkos::parallel_for(name, policy, f);
 }
 
+/// Row groups of the narrowest GPU Gram (pairs of at most
+/// gram_narrowest_tiles tiles: w <= 8), in place of what T gives (25 in
+/// double, 26 in float at T = 256). Such a team computes 16 products a
+/// row, so a large team spends its time on the chunks' loads and its final
+/// group sums. H200, 1000 pairs, groups forced
+/// (`-tailored_gemm-groups-*-trial.json`, twenty-fifth session): double 6
+/// to 8 groups and float 6 to 12 were fastest at m = 128, 512 and 2048;
+/// float with column runs 12 (70 us at 2048 x 8, against 76 to 86 at 6, 10
+/// and 16 groups).
+constexpr int gram_narrowest_tiles = 10;
+template <class Scalar>
+constexpr int gram_narrowest_groups() {
+  return sizeof(Scalar) > 4 ? 8 : 12;
+}
+
 /// Row groups of a Gram team on a GPU: enough that tiles x groups threads
 /// come near the plan's T, so narrow pairs still run full teams and long
-/// chunks. In double, within T: a team of 9 warps at the kernel's 80
-/// registers left room for 2 teams per multiprocessor instead of 3 (H200,
-/// w = 8 and 32); float's 64 registers leave room either way, and its w = 32
-/// teams ran 10% faster at 272 threads than at 136. At most what the launch
-/// bounds allow. The groups' tiles are summed inside the
-/// team, so the cross-plate sum sees one slot per plate whatever the count.
-/// Host backends run small teams, so 1.
+/// chunks; the narrowest pairs take gram_narrowest_groups. In double,
+/// within T: a team of 9 warps at the kernel's 80 registers left room for 2
+/// teams per multiprocessor instead of 3 (H200, w = 8 and 32); float's 64
+/// registers leave room either way, and its w = 32 teams ran 10% faster at
+/// 272 threads than at 136. At most what the launch bounds allow. The
+/// groups' tiles are summed inside the team, so the cross-plate sum sees
+/// one slot per plate whatever the count. Host backends run small teams,
+/// so 1.
 template <class ExecSpace, class Scalar>
 int tailored_gram_groups(int w, int team_threads, int item_cols = gemm_tile) {
   if (!runs_off_host<ExecSpace>())
     return 1;
   const int tiles = gram_upper_items(w, item_cols);
-  const int team_max =
-      item_cols == gemm_tile ? tailored_gemm_team_max<Scalar>() : gram_wide_team_max;
-  const int groups = sizeof(Scalar) > 4 ? team_threads / tiles : (team_threads + tiles / 2) / tiles;
+  const bool wide = item_cols != gemm_tile;
+  const int team_max = wide ? gram_wide_team_max : tailored_gemm_team_max<Scalar>();
+  int groups = sizeof(Scalar) > 4 ? team_threads / tiles : (team_threads + tiles / 2) / tiles;
+  if (!wide && tiles <= gram_narrowest_tiles)
+    groups = gram_narrowest_groups<Scalar>();
   return std::max(1, std::min(groups, team_max / tiles));
 }
 
@@ -338,10 +356,11 @@ std::size_t pipelined_gram_scratch_scalars(int w, int chunk_rows, int threads, i
 /// sum buffer would not fit the device's scratch), and chunks of as many
 /// rows as the team's prefetch registers carry (gram_prefetch_entries per
 /// thread), at most the longest segment; chunk_rows = 0 when not even one
-/// row fits.
+/// row fits. column_runs: the launch takes GramChunkPrefetch's column runs,
+/// so chunks hold whole runs.
 template <class ExecSpace, class Scalar>
-PipelinedGramShape pipelined_gram_shape(int w, int groups, int max_rows,
-                                        int item_cols = gemm_tile) {
+PipelinedGramShape pipelined_gram_shape(int w, int groups, int max_rows, int item_cols = gemm_tile,
+                                        bool column_runs = false) {
   const std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
   const int tiles = gram_upper_items(w, item_cols), n = 2 * w;
   PipelinedGramShape s;
@@ -357,12 +376,12 @@ PipelinedGramShape pipelined_gram_shape(int w, int groups, int max_rows,
   rows = std::min(rows, std::max(1, max_rows));
   while (rows > 1 && bytes(rows, s.threads, s.groups) > limit)
     --rows;
-  // Whole 16-byte column runs per chunk where GramChunkPrefetch may take
-  // them (up when one chunk holds the longest segment and still fits);
-  // elsewhere every row counts (rounding the double 2w = 96 Gram's 6 rows
-  // down to 4 made it 7 to 9% slower on the H200).
+  // Whole 16-byte column runs per chunk where the launch takes them (up
+  // when one chunk holds the longest segment and still fits); elsewhere,
+  // the plain kernel included, every row counts (rounding the double
+  // 2w = 96 Gram's 6 rows down to 4 made it 7 to 9% slower on the H200).
   constexpr int per = scalars_per_16_bytes<Scalar>();
-  if (gram_column_runs_wanted<Scalar>(w) && rows % per != 0) {
+  if (column_runs && rows % per != 0) {
     const int up = (rows + per - 1) / per * per;
     if (rows >= max_rows && bytes(up, s.threads, s.groups) <= limit)
       rows = up;
@@ -542,8 +561,8 @@ GramPlateSums<Scalar> launch_pair_gram_plates(const ExecSpace& exec,
     const int groups = work.gram_groups > 0 ? work.gram_groups
                                             : tailored_gram_groups<ExecSpace, Scalar>(
                                                   w, work.team_threads, ItemCols);
-    const PipelinedGramShape shape =
-        pipelined_gram_shape<ExecSpace, Scalar>(w, groups, work.max_segment_rows, ItemCols);
+    const PipelinedGramShape shape = pipelined_gram_shape<ExecSpace, Scalar>(
+        w, groups, work.max_segment_rows, ItemCols, decltype(column_runs)::value);
     const auto f = gram_teams(std::true_type(), shape.chunk_rows, shape.groups,
                               shape.scratch_scalars, item_cols, column_runs);
     if (shape.chunk_rows > 0 && shape.threads <= tailored_team_size_max<ExecSpace, Scalar, TeamMax>(
