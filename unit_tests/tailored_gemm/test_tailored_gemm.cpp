@@ -100,27 +100,24 @@ struct Level {
       offset.push_back(total);
       total += (std::size_t(mk) * n + align - 1) / align * align;
     }
-    host.resize(m.size());
+    for (std::size_t k = 0; k < m.size(); ++k) {
+      const auto r = kwsvd::test::random_matrix<T>(m[k], n, seed + k);
+      host.emplace_back(r.begin(), r.end());
+    }
     if (storage == Storage::packed) {
       packed = Kokkos::View<T*>("packed", total);
       auto h = Kokkos::create_mirror_view(packed);
-      for (std::size_t k = 0; k < m.size(); ++k) {
-        const auto r = kwsvd::test::random_matrix<T>(m[k], n, seed + k);
-        host[k].assign(r.begin(), r.end());
-        for (std::size_t e = 0; e < r.size(); ++e)
-          h(offset[k] + e) = r[e];
-      }
+      for (std::size_t k = 0; k < m.size(); ++k)
+        for (std::size_t e = 0; e < host[k].size(); ++e)
+          h(offset[k] + e) = T(host[k][e]);
       Kokkos::deep_copy(packed, h);
     } else {
       A = Kokkos::View<T***, L>("A", m.size(), m_max, n);
       auto h = Kokkos::create_mirror_view(A);
-      for (std::size_t k = 0; k < m.size(); ++k) {
-        const auto r = kwsvd::test::random_matrix<T>(m[k], n, seed + k);
-        host[k].assign(r.begin(), r.end());
+      for (std::size_t k = 0; k < m.size(); ++k)
         for (int c = 0; c < n; ++c)
           for (int i = 0; i < m[k]; ++i)
-            h(k, i, c) = r[i + std::size_t(m[k]) * c];
-      }
+            h(k, i, c) = T(host[k][i + std::size_t(m[k]) * c]);
       Kokkos::deep_copy(A, h);
     }
     // Disjoint pairs (0, 3) and (1, 2): block 3 is the narrow one.
