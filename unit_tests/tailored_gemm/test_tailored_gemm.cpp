@@ -202,7 +202,11 @@ TYPED_TEST(TailoredGemm, GramMatchesReferenceForEveryWidth) {
   // at w = 48, 900 threads pass the launch bounds and the GPU takes the
   // tiles in turn in memory, as host backends always do). delta = 201: every
   // task is one plate and the GPU teams write B directly; 16 and 64 mix one-
-  // and many-plate tasks. GPU teams take 4 x 4 or 4 x 8 items (GramItems;
+  // and many-plate tasks; 26 makes the longest segment one row short of
+  // what float teams of 3 row groups carry at w = 16 (27 rows) and as long
+  // as 2 groups carry at w = 24, where a chunk rounded up to whole column
+  // runs once outgrew the threads' registers and left entries unloaded. GPU
+  // teams take 4 x 4 or 4 x 8 items (GramItems;
   // host backends always 4 x 4).
   // Packed storage (LayoutLeft cases): every matrix column-major on its
   // own, as the W-cycle keeps them; delta = 201 leaves a partial column run
@@ -211,7 +215,7 @@ TYPED_TEST(TailoredGemm, GramMatchesReferenceForEveryWidth) {
   for (Storage storage : {Storage::batch_view, Storage::packed})
     for (int w : {4, 8, 16, 24, 32, 48})
       for (int groups : {0, 3})
-        for (int delta : {16, 64, 201})
+        for (int delta : {16, 26, 64, 201})
           for (GramItems items : {GramItems::narrow, GramItems::wide}) {
             if (storage == Storage::packed && !TestFixture::tests_packed)
               continue;
@@ -544,6 +548,34 @@ TEST(TailoredGemmPlan, TuningFileRoundTripsAndBadFilesAreNamed) {
   std::remove(path.c_str());
   EXPECT_GT(kwsvd::default_tuning_parameters(true).tlp_threshold, 1);
   EXPECT_EQ(kwsvd::default_tuning_parameters(false).tlp_threshold, 1);
+}
+
+// A GPU Gram chunk never holds more entries than its threads' prefetch
+// registers carry (GramChunkPrefetch loads nothing past them), with or
+// without column runs, for every width, group count and segment length.
+TEST(TailoredGemmPlan, GramChunksFitTheThreadsPrefetchRegisters) {
+  const auto check = [](auto scalar) {
+    using T = decltype(scalar);
+    for (int item_cols : {kwsvd::Impl::gemm_tile, 2 * kwsvd::Impl::gemm_tile})
+      for (int w : {4, 8, 16, 24, 32, 48})
+        for (int groups = 1; groups <= 26; ++groups)
+          for (int max_rows = 1; max_rows <= 300; ++max_rows)
+            for (bool runs : {false, true}) {
+              if ((2 * w) % item_cols != 0)
+                continue;
+              const auto s =
+                  kwsvd::Impl::pipelined_gram_shape<Exec, T>(w, groups, max_rows, item_cols, runs);
+              ASSERT_EQ(s.threads, s.groups * kwsvd::Impl::gram_upper_items(w, item_cols));
+              ASSERT_LE(s.chunk_rows * 2 * w, kwsvd::Impl::gram_prefetch_entries<T>() * s.threads)
+                  << "w " << w << " groups " << groups << " rows " << max_rows
+                  << (runs ? " runs" : "") << " item columns " << item_cols;
+              // At most the longest segment, rounded up to whole runs for runs.
+              constexpr int per = kwsvd::Impl::scalars_per_16_bytes<T>();
+              ASSERT_LE(s.chunk_rows, runs ? (max_rows + per - 1) / per * per : max_rows);
+            }
+  };
+  check(0.0);
+  check(0.0f);
 }
 
 }  // namespace

@@ -356,8 +356,8 @@ std::size_t pipelined_gram_scratch_scalars(int w, int chunk_rows, int threads, i
 /// sum buffer would not fit the device's scratch), and chunks of as many
 /// rows as the team's prefetch registers carry (gram_prefetch_entries per
 /// thread), at most the longest segment; chunk_rows = 0 when not even one
-/// row fits. column_runs: the launch takes GramChunkPrefetch's column runs,
-/// so chunks hold whole runs.
+/// row fits the scratch or the registers. column_runs: the launch takes GramChunkPrefetch's column
+/// runs, so chunks hold whole runs.
 template <class ExecSpace, class Scalar>
 PipelinedGramShape pipelined_gram_shape(int w, int groups, int max_rows, int item_cols = gemm_tile,
                                         bool column_runs = false) {
@@ -372,23 +372,27 @@ PipelinedGramShape pipelined_gram_shape(int w, int groups, int max_rows, int ite
   while (s.groups > 1 && bytes(1, tiles * s.groups, s.groups) > limit)
     --s.groups;
   s.threads = tiles * s.groups;
-  int rows = std::max(1, gram_prefetch_entries<Scalar>() * s.threads / n);
+  // The rows whose entries the threads' prefetch registers hold: a chunk
+  // never has more, or GramChunkPrefetch would leave entries unloaded.
+  const int carried = gram_prefetch_entries<Scalar>() * s.threads / n;
+  int rows = std::max(1, carried);
   rows = std::min(rows, std::max(1, max_rows));
   while (rows > 1 && bytes(rows, s.threads, s.groups) > limit)
     --rows;
   // Whole 16-byte column runs per chunk where the launch takes them (up
-  // when one chunk holds the longest segment and still fits); elsewhere,
-  // the plain kernel included, every row counts (rounding the double
-  // 2w = 96 Gram's 6 rows down to 4 made it 7 to 9% slower on the H200).
+  // when one chunk then holds the longest segment, the registers carry it
+  // and it fits); elsewhere, the plain kernel included, every row counts
+  // (rounding the double 2w = 96 Gram's 6 rows down to 4 made it 7 to 9%
+  // slower on the H200).
   constexpr int per = scalars_per_16_bytes<Scalar>();
   if (column_runs && rows % per != 0) {
     const int up = (rows + per - 1) / per * per;
-    if (rows >= max_rows && bytes(up, s.threads, s.groups) <= limit)
+    if (rows >= max_rows && up <= carried && bytes(up, s.threads, s.groups) <= limit)
       rows = up;
     else if (rows > per)
       rows = rows / per * per;
   }
-  s.chunk_rows = bytes(rows, s.threads, s.groups) <= limit ? rows : 0;
+  s.chunk_rows = carried >= 1 && bytes(rows, s.threads, s.groups) <= limit ? rows : 0;
   s.scratch_scalars =
       pipelined_gram_scratch_scalars<Scalar>(w, std::max(1, s.chunk_rows), s.threads, s.groups);
   s.scratch = scratch_bytes_for<ExecSpace, Scalar>(s.scratch_scalars);
