@@ -11,10 +11,18 @@
 // KWSVD_BENCH_GRAM_GROUPS=g (g > 0) forces the GPU Gram's row groups per
 // team (TailoredGemmWork::gram_groups) in BM_kwsvd_tailored_gram, for
 // sweeps of the groups rule (tailored_gram_groups); unset or 0: the rule.
+// KWSVD_BENCH_PAIR_SHAPES="m:w:batch,m:w:batch,..." replaces the pair
+// shapes of the Gram and update benchmarks (cuBLAS's too), for sweeps over
+// shapes the default list does not hold.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "bench_common.hpp"
 #include "kwsvd/kwsvd.hpp"
@@ -28,13 +36,39 @@ namespace {
 
 using Exec = Kokkos::DefaultExecutionSpace;
 
+// The shapes of KWSVD_BENCH_PAIR_SHAPES; exits on a malformed list rather
+// than measure something else than what was asked.
+std::vector<std::array<int, 3>> pair_shapes_from_env(const char* list) {
+  std::vector<std::array<int, 3>> out;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::array<int, 3> s{};
+    char c1 = 0, c2 = 0;
+    std::stringstream fields(item);
+    if (!(fields >> s[0] >> c1 >> s[1] >> c2 >> s[2]) || c1 != ':' || c2 != ':' || s[0] < 1 ||
+        s[1] < 1 || s[2] < 1) {
+      std::fprintf(stderr, "KWSVD_BENCH_PAIR_SHAPES: '%s' is not m:w:batch with positive values\n",
+                   item.c_str());
+      std::exit(2);
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
 void pair_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"m", "w", "batch"});
-  for (int m : {128, 512, 2048})
-    for (int w : {8, 16, 24, 32, 48})
-      b->Args({m, w, 1000});
-  b->Args({256, 16, 100});
-  b->Args({256, 16, 10000});
+  if (const char* list = std::getenv("KWSVD_BENCH_PAIR_SHAPES")) {
+    for (const auto& s : pair_shapes_from_env(list))
+      b->Args({s[0], s[1], s[2]});
+  } else {
+    for (int m : {128, 512, 2048})
+      for (int w : {8, 16, 24, 32, 48})
+        b->Args({m, w, 1000});
+    b->Args({256, 16, 100});
+    b->Args({256, 16, 10000});
+  }
   b->UseManualTime();
 }
 

@@ -550,6 +550,34 @@ TEST(TailoredGemmPlan, TuningFileRoundTripsAndBadFilesAreNamed) {
   EXPECT_EQ(kwsvd::default_tuning_parameters(false).tlp_threshold, 1);
 }
 
+// The GPU Gram's row groups: T's count, capped for the narrowest pairs and
+// for short plates, never above what T gives; host backends run one group.
+TEST(TailoredGemmPlan, GramGroupsFollowTheirCapsBelowThePlansThreads) {
+  using kwsvd::Impl::gram_upper_items;
+  const auto groups = [](auto scalar, int w, int team_threads, int plate_rows) {
+    using T = decltype(scalar);
+    return kwsvd::Impl::tailored_gram_groups<Exec, T>(w, team_threads, plate_rows);
+  };
+  if (!kwsvd::Impl::runs_off_host<Exec>()) {
+    EXPECT_EQ(groups(0.0, 16, 256, 128), 1);
+    EXPECT_EQ(groups(0.0f, 8, 256, 4096), 1);
+    return;
+  }
+  const int tiles16 = gram_upper_items(16, kwsvd::Impl::gemm_tile);  // 36
+  // Long plates: T's count (double rounds down, float to nearest).
+  EXPECT_EQ(groups(0.0, 16, 256, 2048), 256 / tiles16);
+  EXPECT_EQ(groups(0.0f, 16, 256, 2048), (256 + tiles16 / 2) / tiles16);
+  // Short plates, and the narrowest pairs at any length.
+  EXPECT_EQ(groups(0.0, 16, 256, kwsvd::Impl::gram_short_plate_rows),
+            kwsvd::Impl::gram_short_plate_groups<double>());
+  EXPECT_EQ(groups(0.0f, 16, 256, 128), kwsvd::Impl::gram_short_plate_groups<float>());
+  EXPECT_EQ(groups(0.0, 8, 256, 4096), kwsvd::Impl::gram_narrowest_groups<double>());
+  EXPECT_EQ(groups(0.0f, 8, 256, 64), kwsvd::Impl::gram_narrowest_groups<float>());
+  // A small T keeps its smaller count.
+  EXPECT_EQ(groups(0.0, 16, 72, 128), 2);
+  EXPECT_EQ(groups(0.0f, 8, 30, 4096), 3);
+}
+
 // A GPU Gram chunk never holds more entries than its threads' prefetch
 // registers carry (GramChunkPrefetch loads nothing past them), with or
 // without column runs, for every width, group count and segment length.

@@ -447,7 +447,7 @@ KOKKOS_INLINE_FUNCTION bool gram_column_runs_fit(const BlockPairTask<Scalar>& t,
                                                  const PlateSegment& seg, int w, int chunk_rows,
                                                  int threads) {
   constexpr int per = scalars_per_16_bytes<Scalar>();
-  const int runs = (chunk_rows + per - 1) / per * 2 * w;
+  const int runs = chunk_rows / per * 2 * w;  // whole runs: checked below
   return gram_task_allows_column_runs(t) && seg.row_begin % per == 0 && chunk_rows % per == 0 &&
          runs <= threads * (gram_prefetch_entries<Scalar>() / per);
 }
@@ -491,7 +491,7 @@ struct GramChunkPrefetch {
     for (int u = 0; u < entries; ++u)
       rc[u] = -1;
     if (ColumnRuns && column_runs) {
-      const int run_rows = (chunk_rows + per - 1) / per;
+      const int run_rows = chunk_rows / per;  // whole runs (gram_column_runs_fit)
       const float inv_run_rows = 1.0f / float(run_rows);
       KWSVD_UNROLL
       for (int u = 0; u < runs; ++u) {

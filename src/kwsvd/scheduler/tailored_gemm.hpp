@@ -199,9 +199,33 @@ constexpr int gram_narrowest_groups() {
   return sizeof(Scalar) > 4 ? 8 : 12;
 }
 
+/// Most row groups of a GPU Gram team whose plates are short (at most
+/// gram_short_plate_rows rows; pairs wider than the narrowest, narrow
+/// items). Every thread of a team pays a few costs once a plate: the first
+/// chunk's load, which nothing overlaps, and the sum of the groups' tiles.
+/// On a short plate they outweigh the latency that more groups hide, and
+/// smaller teams fit more of them on a multiprocessor. H200, w = 16, 1000
+/// pairs of m rows (one plate each) unless stated, groups forced, best of
+/// two (`-tailored_gemm-short-plates-g*-trial[-run2].json`, twenty-sixth
+/// session): float 3 groups fastest from m = 64 to 384 (128:
+/// 27.4 -> 23.1 us at 3 against the rule's 7; 256 x 10000 pairs 251.6 ->
+/// 220.5), level with 7 at 512 (51.3 against 50.8 to 52.1) and 7% slower
+/// at 2048 (twenty-fifth session); double 5 groups fastest or within 4% of
+/// the fastest from m = 64 to 512 (128: 38.3 -> 34.8), and at 10000 pairs
+/// 10% faster than 7 though 6% behind 3 (128 rows: 283.1 / 253.7 / 238.5).
+/// Wider float pairs, and double pairs from w = 24, already take at most 3
+/// groups, so the cap leaves them as they are.
+constexpr int gram_short_plate_rows = 512;
+template <class Scalar>
+constexpr int gram_short_plate_groups() {
+  return sizeof(Scalar) > 4 ? 5 : 3;
+}
+
 /// Row groups of a Gram team on a GPU: enough that tiles x groups threads
 /// come near the plan's T, so narrow pairs still run full teams and long
-/// chunks; the narrowest pairs take at most gram_narrowest_groups. In double,
+/// chunks; the narrowest pairs take at most gram_narrowest_groups, teams
+/// whose longest plate (max_plate_rows) is short at most
+/// gram_short_plate_groups. In double,
 /// within T: a team of 9 warps at the kernel's 80 registers left room for 2
 /// teams per multiprocessor instead of 3 (H200, w = 8 and 32); float's 64
 /// registers leave room either way, and its w = 32 teams ran 10% faster at
@@ -210,15 +234,18 @@ constexpr int gram_narrowest_groups() {
 /// one slot per plate whatever the count. Host backends run small teams,
 /// so 1.
 template <class ExecSpace, class Scalar>
-int tailored_gram_groups(int w, int team_threads, int item_cols = gemm_tile) {
+int tailored_gram_groups(int w, int team_threads, int max_plate_rows, int item_cols = gemm_tile) {
   if (!runs_off_host<ExecSpace>())
     return 1;
   const int tiles = gram_upper_items(w, item_cols);
   const bool wide = item_cols != gemm_tile;
   const int team_max = wide ? gram_wide_team_max : tailored_gemm_team_max<Scalar>();
   int groups = sizeof(Scalar) > 4 ? team_threads / tiles : (team_threads + tiles / 2) / tiles;
-  if (!wide && tiles <= gram_narrowest_tiles)  // the plan's T still bounds them
+  // Both caps leave the plan's T bounding the count.
+  if (!wide && tiles <= gram_narrowest_tiles)
     groups = std::min(groups, gram_narrowest_groups<Scalar>());
+  else if (!wide && max_plate_rows <= gram_short_plate_rows)
+    groups = std::min(groups, gram_short_plate_groups<Scalar>());
   return std::max(1, std::min(groups, team_max / tiles));
 }
 
@@ -562,9 +589,10 @@ GramPlateSums<Scalar> launch_pair_gram_plates(const ExecSpace& exec,
   bool launched = false;
   const auto launch_pipelined = [&](auto item_cols, auto team_max, auto column_runs) {
     constexpr int ItemCols = decltype(item_cols)::value, TeamMax = decltype(team_max)::value;
-    const int groups = work.gram_groups > 0 ? work.gram_groups
-                                            : tailored_gram_groups<ExecSpace, Scalar>(
-                                                  w, work.team_threads, ItemCols);
+    const int groups = work.gram_groups > 0
+                           ? work.gram_groups
+                           : tailored_gram_groups<ExecSpace, Scalar>(
+                                 w, work.team_threads, work.max_segment_rows, ItemCols);
     const PipelinedGramShape shape = pipelined_gram_shape<ExecSpace, Scalar>(
         w, groups, work.max_segment_rows, ItemCols, decltype(column_runs)::value);
     const auto f = gram_teams(std::true_type(), shape.chunk_rows, shape.groups,
