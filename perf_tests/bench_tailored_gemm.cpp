@@ -46,8 +46,9 @@ std::vector<std::array<int, 3>> pair_shapes_from_env(const char* list) {
     std::array<int, 3> s{};
     char c1 = 0, c2 = 0;
     std::stringstream fields(item);
-    if (!(fields >> s[0] >> c1 >> s[1] >> c2 >> s[2]) || c1 != ':' || c2 != ':' || s[0] < 1 ||
-        s[1] < 1 || s[2] < 1) {
+    const bool parsed = bool(fields >> s[0] >> c1 >> s[1] >> c2 >> s[2]) && c1 == ':' &&
+                        c2 == ':' && (fields >> std::ws).eof();
+    if (!parsed || s[0] < 1 || s[1] < 1 || s[2] < 1) {
       std::fprintf(stderr, "KWSVD_BENCH_PAIR_SHAPES: '%s' is not m:w:batch with positive values\n",
                    item.c_str());
       std::exit(2);

@@ -383,8 +383,8 @@ std::size_t pipelined_gram_scratch_scalars(int w, int chunk_rows, int threads, i
 /// sum buffer would not fit the device's scratch), and chunks of as many
 /// rows as the team's prefetch registers carry (gram_prefetch_entries per
 /// thread), at most the longest segment; chunk_rows = 0 when not even one
-/// row fits the scratch or the registers. column_runs: the launch takes GramChunkPrefetch's column
-/// runs, so chunks hold whole runs.
+/// row fits the scratch or the registers. column_runs: the launch takes
+/// GramChunkPrefetch's column runs, so chunks hold whole runs.
 template <class ExecSpace, class Scalar>
 PipelinedGramShape pipelined_gram_shape(int w, int groups, int max_rows, int item_cols = gemm_tile,
                                         bool column_runs = false) {
