@@ -15,7 +15,6 @@
 // shapes of the Gram and update benchmarks (cuBLAS's too), for sweeps over
 // shapes the default list does not hold.
 
-#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -56,6 +55,21 @@ std::vector<std::array<int, 3>> pair_shapes_from_env(const char* list) {
     out.push_back(s);
   }
   return out;
+}
+
+// KWSVD_BENCH_GRAM_GROUPS as a count, 0 when unset; exits on anything
+// else, as above.
+int gram_groups_from_env() {
+  const char* value = std::getenv("KWSVD_BENCH_GRAM_GROUPS");
+  if (!value)
+    return 0;
+  std::stringstream in(value);
+  int groups = -1;
+  if (!(in >> groups) || groups < 0 || !(in >> std::ws).eof()) {
+    std::fprintf(stderr, "KWSVD_BENCH_GRAM_GROUPS: '%s' is not a count of 0 or more\n", value);
+    std::exit(2);
+  }
+  return groups;
 }
 
 void pair_args(benchmark::internal::Benchmark* b) {
@@ -114,9 +128,8 @@ void BM_kwsvd_tailored_gram(benchmark::State& state) {
   const int m = int(state.range(0)), w = int(state.range(1)), batch = int(state.range(2));
   PairBatch<T> pb(m, w, batch);
   const auto plan = pb.plan();
-  const char* groups = std::getenv("KWSVD_BENCH_GRAM_GROUPS");
-  auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(
-      std::vector<int>(batch, m), plan, groups ? std::max(0, std::atoi(groups)) : 0);
+  auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(std::vector<int>(batch, m), plan,
+                                                         gram_groups_from_env());
   Kokkos::View<T*> partial("partial", kwsvd::Impl::tailored_gram_partial_size(work));
   Kokkos::View<T*> B("B", std::size_t(batch) * 4 * w * w);
   kwsvd::bench::DeviceTimer timer;

@@ -186,13 +186,13 @@ void launch_tailored_teams(const ExecSpace& exec, const char* name, int teams, i
 
 /// Most row groups of the narrowest GPU Gram (pairs of at most
 /// gram_narrowest_tiles tiles: w <= 8), below what T gives (25 in double,
-/// 26 in float at T = 256; 12 / 13 at Table II's T = 128 for w = 8). Such a team computes 16
-/// products a row, so a large team spends its time on the chunks' loads and its final group sums.
-/// H200, 1000 pairs, groups forced
-/// (`-tailored_gemm-groups-*-trial.json`, twenty-fifth session): double 6
-/// to 8 groups and float 6 to 12 were fastest at m = 128, 512 and 2048;
-/// float with column runs 12 (70 us at 2048 x 8, against 76 to 86 at 6, 10
-/// and 16 groups).
+/// 26 in float at T = 256; 12 / 13 at Table II's T = 128 for w = 8). Such
+/// a team computes 16 products a row, so a large team spends its time on
+/// the chunks' loads and its final group sums. H200, 1000 pairs, groups
+/// forced (`-tailored_gemm-groups-*-trial.json`, twenty-fifth session):
+/// double 6 to 8 groups and float 6 to 12 were fastest at m = 128, 512
+/// and 2048; float with column runs 12 (70 us at 2048 x 8, against 76 to 86
+/// at 6, 10 and 16 groups).
 constexpr int gram_narrowest_tiles = 10;
 template <class Scalar>
 constexpr int gram_narrowest_groups() {
@@ -225,9 +225,9 @@ constexpr int gram_short_plate_groups() {
 /// come near the plan's T, so narrow pairs still run full teams and long
 /// chunks; the narrowest pairs take at most gram_narrowest_groups, teams
 /// whose longest plate (max_plate_rows) is short at most
-/// gram_short_plate_groups. In double,
-/// within T: a team of 9 warps at the kernel's 80 registers left room for 2
-/// teams per multiprocessor instead of 3 (H200, w = 8 and 32); float's 64
+/// gram_short_plate_groups. In double, within T: a team of 9 warps at the
+/// kernel's 80 registers left room for 2 teams per multiprocessor instead
+/// of 3 (H200, w = 8 and 32); float's 64
 /// registers leave room either way, and its w = 32 teams ran 10% faster at
 /// 272 threads than at 136. At most what the launch bounds allow. The
 /// groups' tiles are summed inside the team, so the cross-plate sum sees
@@ -241,11 +241,12 @@ int tailored_gram_groups(int w, int team_threads, int max_plate_rows, int item_c
   const bool wide = item_cols != gemm_tile;
   const int team_max = wide ? gram_wide_team_max : tailored_gemm_team_max<Scalar>();
   int groups = sizeof(Scalar) > 4 ? team_threads / tiles : (team_threads + tiles / 2) / tiles;
-  // Both caps leave the plan's T bounding the count.
-  if (!wide && tiles <= gram_narrowest_tiles)
-    groups = std::min(groups, gram_narrowest_groups<Scalar>());
-  else if (!wide && max_plate_rows <= gram_short_plate_rows)
-    groups = std::min(groups, gram_short_plate_groups<Scalar>());
+  if (!wide) {  // both caps leave the plan's T bounding the count
+    if (tiles <= gram_narrowest_tiles)
+      groups = std::min(groups, gram_narrowest_groups<Scalar>());
+    else if (max_plate_rows <= gram_short_plate_rows)
+      groups = std::min(groups, gram_short_plate_groups<Scalar>());
+  }
   return std::max(1, std::min(groups, team_max / tiles));
 }
 
