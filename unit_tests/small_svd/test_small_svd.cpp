@@ -325,11 +325,23 @@ TEST(SmallSvdPlan, LanesPerPairFollowsThePaperRule) {
 
 TEST(SmallSvdPlan, MeasuredLanesRuleStaysInTheAlphaSet) {
   // alpha in {1, 1/2, 1/4, 1/8} of a warp (§IV-B-1): 4, 8, 16 or 32 lanes.
-  for (int rows : {1, 8, 16, 24, 32, 48, 100})
+  for (int rows : {1, 8, 16, 24, 32, 48, 100, 300, 2000})
     for (long batch : {1L, 100L, 1000L, 10000L, 1000000L}) {
       const int lanes = kwsvd::Impl::lanes_per_pair_measured(rows, batch);
       EXPECT_TRUE(lanes == 4 || lanes == 8 || lanes == 16 || lanes == 32) << rows << " " << batch;
     }
+}
+
+TEST(SmallSvdPlan, MeasuredLanesRuleFollowsTheSweeps) {
+  // The H200 sweeps behind lanes_per_pair_measured: 16 lanes while the batch
+  // leaves SMs idle, then 4 up to 32 rows, 8 up to 256, 16 beyond.
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(64, 100), 16);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(8, 100), 4);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(32, 1000), 4);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(64, 1000), 8);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(200, 1000), 8);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(256, 10000), 8);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(500, 1000), 16);
 }
 
 // A row visitor for PairRows::for_rows, callable where for_rows is (host and

@@ -26,10 +26,21 @@ inline int lanes_per_pair_rule(int max_rows) {
 /// parameters (square roots and divisions every lane repeats) over more rows.
 /// When the batch leaves most SMs idle (100 matrices), each step's latency
 /// decides and 16 lanes, which shorten the row loops, win above 8 rows.
+/// Taller work matrices at large batches take more lanes: four lanes leave
+/// each lane 9 to 150 rows, past the compiled row loop's 8 blocks. H200,
+/// batch 1000, lanes forced (4 / 8 / 16 / 32, ms, best of two; seed 002's
+/// classes, perf_tests/notes/small_svd.md): float 64^2 3.83 / 2.94 / 5.40 /
+/// 8.92; m x 16 for m = 100: double 0.424 / 0.357 / 0.457 / 0.582, float
+/// 0.339 / 0.278 / 0.291 / 0.390; m = 200: double 1.173 / 0.804 / 0.678 /
+/// 0.848, float 0.550 / 0.398 / 0.497 / 0.511; float m = 500: 2.054 / 1.227
+/// / 0.825 / 0.902. So 8 lanes up to 256 rows (double m = 200 is 16% off
+/// its best there) and 16 beyond.
 inline int lanes_per_pair_measured(int max_rows, long batch) {
   if (batch <= 400 && max_rows > 8)
     return 16;
-  return 4;
+  if (max_rows <= 32)
+    return 4;
+  return max_rows <= 256 ? 8 : 16;
 }
 
 }  // namespace kwsvd::Impl
