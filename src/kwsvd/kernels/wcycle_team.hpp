@@ -77,12 +77,18 @@ KOKKOS_INLINE_FUNCTION int wcycle_whole_matrix_team(const Member& member, Scalar
                                                     Scalar tol, int max_sweeps, bool& converged) {
   const int M = shape.rows, N = shape.cols, log2 = shape.row_block_log2;
   const std::size_t lds = std::size_t(shape.ld_w);
-  // The padding rows are zero: the compiled row loops run over them.
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, int(lds)), [&](const int r) {
-      ws.W[r + lds * c] = r < M ? W[r + ldw * c] : Scalar(0);
-    });
-  });
+  // The padding rows are zero: the compiled row loops run over them. The
+  // copy goes through a vector reduction (its maximum is not needed) for
+  // the code nvcc makes of the sweeps: Kokkos's CUDA vector loops end with a
+  // __syncwarp whose mask takes two integer divisions (threadIdx.y % (32 /
+  // blockDim.x)), and after a plain vector loop here ptxas recomputed them
+  // inside every step (3 to 5 a step, about 100 instructions a warp), where
+  // after a reduction, as in the level-0 kernel, it keeps the mask in a
+  // register. H200, Fig. 8(b) double 64^2 x 10 / x 100: 1.54 -> 1.18 ms,
+  // Table VI double group 64 -13%, seed 002's 64^2 x 1000 -16%.
+  copy_with_max_magnitude(
+      member, int(lds), N,
+      [&](const int r, const int c) { return r < M ? W[r + ldw * c] : Scalar(0); }, ws.W, lds);
   member.team_barrier();
   // V (leading dimension N) has W's row blocks only when they end at N.
   const bool v_padded = RowsPerLane > 0 && (RowsPerLane << log2) <= N;
