@@ -61,8 +61,13 @@ KOKKOS_INLINE_FUNCTION bool pair_svd_team(const Member& member, const BlockPairT
                                           int log2, Scalar tol, int sweeps) {
   const int n = 2 * w;
   load_pair_rows(member, t, w, 0, t.rows, X);
-  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n * n),
-                       [&](const int e) { J[e] = e % n == e / n ? Scalar(1) : Scalar(0); });
+  // J = I through a vector reduction (its maximum is not needed), for the
+  // code nvcc makes of the sweeps: as in wcycle_whole_matrix_team, ptxas
+  // then keeps the __syncwarp mask of Kokkos's CUDA vector loops in a
+  // register instead of recomputing its two integer divisions in every step.
+  copy_with_max_magnitude(
+      member, n, n, [&](const int r, const int c) { return r == c ? Scalar(1) : Scalar(0); }, J,
+      std::size_t(n));
   member.team_barrier();
   bool converged = false;
   const Scalar u = scalar_limits<Scalar>::epsilon / 2;
