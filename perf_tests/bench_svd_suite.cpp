@@ -1,7 +1,8 @@
 // perf_svd_suite: every SVD experiment class of the W-cycle paper (§V: Fig. 7,
 // Fig. 8(a)/(b), Table IV, Table VI; Table V is perf_tailored_gemm's
 // tailoring_plan) and of seed 002 (tiny batch 10000, square to 1000 at batch
-// 1000, tall n = 16), in double and float, with the baselines in the same
+// 1000, tall n = 16; with them a mixed batch of small sizes, mixed_small), in
+// double and float, with the baselines in the same
 // binary on the same data:
 //   kwsvd                   kwsvd::BatchedSvd (uniform) or the pointer-array
 //                           kwsvd::VariableBatchedSvd (mixed sizes)
@@ -81,6 +82,23 @@ Point mixed_point(const std::string& experiment, int limit, int batch) {
           false};
 }
 
+// A mixed batch of small matrices, shapes uniform in [1, limit]^2, with every
+// `every`-th matrix `large` x `large` instead: the level-0 kernel's size
+// classes (VariableBatchedSvd launches each on its own, with its own team
+// size, lanes and scratch). Label group:L/every:K/batch:B.
+Point mixed_small_point(int limit, int every, int large, int batch) {
+  std::mt19937 gen(std::uint32_t(2000 + limit));
+  std::uniform_int_distribution<int> size(1, limit);
+  std::vector<MatrixShape> shapes;
+  for (int b = 0; b < batch; ++b)
+    shapes.push_back(b % every == every - 1 ? MatrixShape{large, large}
+                                            : MatrixShape{size(gen), size(gen)});
+  return {"mixed_small", shapes,
+          "group:" + std::to_string(limit) + "/every:" + std::to_string(every) +
+              "/batch:" + std::to_string(batch),
+          false};
+}
+
 // The suites. "paper": the W-cycle paper's §V classes; "seed002": seed 002's;
 // "full": both; "smoke": a CPU-sized taste of each class (CI).
 std::vector<Point> suite_points(const std::string& suite) {
@@ -121,6 +139,8 @@ std::vector<Point> suite_points(const std::string& suite) {
       p.push_back(uniform_point("seed002_square", n, n, 1000));
     for (int m : {100, 200, 500, 1000, 2000})  // tall, n = 16, batch 1000
       p.push_back(uniform_point("seed002_tall", m, 16, 1000));
+    // Not seed 002's: its tiny sizes mixed in one batch, 1% of it 64 x 64.
+    p.push_back(mixed_small_point(32, 100, 64, 10000));
   }
   return p;
 }
@@ -238,6 +258,7 @@ void run_kwsvd(benchmark::State& state, const Point& point) {
     });
     state.counters["w"] = svd.block_width();
     state.counters["level0_matrices"] = svd.level0_count();
+    state.counters["level0_launches"] = svd.level0_launches();
     record_plan(state, svd.plan_summary());
   }
   kwsvd::bench::record_convergence(state, info);

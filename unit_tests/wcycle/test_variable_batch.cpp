@@ -146,6 +146,27 @@ TYPED_TEST(VariableBatch, MixedShapesInOneCallMeetSeed002Thresholds) {
   TestFixture::expect_accurate(shapes, mats, TestFixture::run(shapes, mats, {}, &svd), "mixed");
 }
 
+// The level-0 matrices of a mixed batch are launched by size class (larger
+// extent up to 32, then the power of two that bounds it), each launch sized
+// for its own largest matrix.
+TYPED_TEST(VariableBatch, Level0SizeClassesLaunchOnTheirOwn) {
+  using T = typename TestFixture::Scalar;
+  const std::vector<MatrixShape> shapes = {{1, 1},   {3, 2},   {2, 7},   {8, 5}, {12, 16},
+                                           {20, 31}, {32, 32}, {40, 33}, {5, 5}, {44, 40},
+                                           {16, 1},  {100, 3}, {0, 3}};
+  const auto mats = TestFixture::matrices(shapes);
+  kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), shapes);
+  EXPECT_EQ(svd.level0_count(), 12);
+  EXPECT_EQ(svd.level0_launches(), 3);  // up to 32, 64 and 128
+  EXPECT_EQ(svd.block_count(), 0);
+  TestFixture::expect_accurate(shapes, mats, TestFixture::run(shapes, mats, {}, &svd),
+                               "size classes");
+  EXPECT_EQ(kwsvd::Impl::level0_size_class({1, 1}), 32);
+  EXPECT_EQ(kwsvd::Impl::level0_size_class({32, 7}), 32);
+  EXPECT_EQ(kwsvd::Impl::level0_size_class({3, 33}), 64);
+  EXPECT_EQ(kwsvd::Impl::level0_size_class({65, 2}), 128);
+}
+
 TYPED_TEST(VariableBatch, EveryShapeThroughBlockRotations) {
   // Matrices narrower than two level blocks (1 to 20 columns) rotate blocks
   // of half their columns inside the level's 2w Gram.

@@ -173,6 +173,26 @@ struct SlottedSmallSvdPlan {
   std::size_t scratch = 0;
 };
 
+/// The size class of a level-0 matrix of a mixed batch: 32 for matrices
+/// whose larger extent is at most 32, else the power of two that bounds it.
+/// A launch's teams all get the team size, lanes and scratch of its largest
+/// matrix, so one launch for every level-0 matrix runs the small ones with
+/// the scratch of the largest (a 64 x 64 float with V takes 32 KB: 7 teams a
+/// multiprocessor) and with the lanes the rule gives its rows
+/// (lanes_per_pair_measured: 8 for 33 to 256 rows at batches above 400,
+/// where matrices of up to 32 rows run fastest on 4). Each class is
+/// launched on its own (VariableBatchedSvd). Up to 32 one class: H200,
+/// perf_svd_suite's mixed_small in double (10000 matrices of up to 32 x 32
+/// at level 0), one launch 3.86 ms against 3.98 in four classes (4, 8, 16,
+/// 32); in float, where its 64 x 64 ones join them, 4.90 against 2.91 ms.
+inline int level0_size_class(const MatrixShape& s) {
+  const int e = std::max(s.rows, s.cols);
+  int c = 32;
+  while (c < e)
+    c *= 2;
+  return c;
+}
+
 template <class ExecSpace, class Scalar>
 SlottedSmallSvdPlan plan_slotted_small_svd(const std::vector<MatrixShape>& shapes, bool vectors,
                                            const SvdOptions& options) {

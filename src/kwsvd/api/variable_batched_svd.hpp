@@ -3,8 +3,9 @@
 // one call for a batch whose matrices all have different shapes (the
 // W-cycle paper's size-oblivious batch, §III and Table VI). The matrices
 // whose SVD fits one team's level-0 scratch go to the level-0 one-sided
-// Jacobi kernel, in one launch; the others to the W-cycle scheduler, in one
-// set of level launches; empty ones (m or n = 0) are only reported.
+// Jacobi kernel, one launch per size class (Impl::level0_size_class); the
+// others to the W-cycle scheduler, in one set of level launches; empty ones
+// (m or n = 0) are only reported.
 //
 // The caller's matrices are described to the kernels by slots (pointer,
 // extents, strides: impl/matrix_slot.hpp) gathered on the host from a list
@@ -12,6 +13,8 @@
 // per call; the entries themselves are never touched on the host.
 
 #include <algorithm>
+#include <initializer_list>
+#include <map>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -76,30 +79,37 @@ class VariableBatchedSvd {
     Impl::require_jacobi_options(fn, options.tolerance, options.max_sweeps);
     Impl::require_lanes_per_pair(fn, options.lanes_per_pair);
     const bool vectors = options.job == Job::values_and_vectors;
-    std::vector<int> level0, blocks, empty;
-    std::vector<MatrixShape> level0_shapes, block_shapes;
+    std::vector<int> blocks, empty;
+    std::vector<MatrixShape> block_shapes;
+    // Level-0 matrices by size class, smallest class first.
+    std::map<int, std::pair<std::vector<int>, std::vector<MatrixShape>>> level0;
     for (std::size_t b = 0; b < shapes.size(); ++b) {
       const auto& s = shapes[b];
       if (s.rows == 0 || s.cols == 0) {
         empty.push_back(int(b));
       } else if (options.level0 &&
                  Impl::solves_at_level0<Scalar, ExecSpace>(s.rows, s.cols, options.job)) {
-        level0.push_back(int(b));
-        level0_shapes.push_back(s);
+        auto& group = level0[Impl::level0_size_class(s)];
+        group.first.push_back(int(b));
+        group.second.push_back(s);
+        ++level0_count_;
       } else {
         blocks.push_back(int(b));
         block_shapes.push_back(s);
       }
     }
-    level0_count_ = int(level0.size());
     block_count_ = int(blocks.size());
     empty_count_ = int(empty.size());
-    level0_index_ = Impl::copy_to_device<memory_space>(level0, "kwsvd::level0_index");
+    for (const auto& [size_class, group] : level0) {
+      Level0Group g;
+      g.count = int(group.first.size());
+      g.index = Impl::copy_to_device<memory_space>(group.first, "kwsvd::level0_index");
+      g.plan = Impl::plan_slotted_small_svd<ExecSpace, Scalar>(group.second, vectors, options);
+      g.shapes = Impl::copy_to_device<memory_space>(g.plan.shapes, "kwsvd::level0_shapes");
+      level0_groups_.push_back(std::move(g));
+    }
     block_index_ = Impl::copy_to_device<memory_space>(blocks, "kwsvd::block_index");
     empty_index_ = Impl::copy_to_device<memory_space>(empty, "kwsvd::empty_index");
-    level0_plan_ = Impl::plan_slotted_small_svd<ExecSpace, Scalar>(level0_shapes, vectors, options);
-    level0_shapes_ =
-        Impl::copy_to_device<memory_space>(level0_plan_.shapes, "kwsvd::level0_shapes");
     if (!blocks.empty())
       solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(exec, block_shapes, options,
                                                            "kwsvd::VariableBatchedSvd");
@@ -111,6 +121,10 @@ class VariableBatchedSvd {
   std::size_t size() const { return shapes_.size(); }
   /// Matrices solved by the level-0 kernel, by block rotations, and empty ones.
   int level0_count() const { return level0_count_; }
+  /// Launches of the level-0 kernel per call: one per size class of the
+  /// level-0 matrices (larger extent up to 32, 64, 128, ...), each with the
+  /// team size, lanes and scratch of its own largest matrix.
+  int level0_launches() const { return int(level0_groups_.size()); }
   int block_count() const { return block_count_; }
   int empty_count() const { return empty_count_; }
   /// Column-block width of the W-cycle's level 1 (0 when no matrix needs it).
@@ -150,11 +164,10 @@ class VariableBatchedSvd {
     for (std::size_t b = 0; b < shapes_.size(); ++b) {
       const std::size_t m = std::size_t(shapes_[b].rows), n = std::size_t(shapes_[b].cols);
       const std::size_t k = std::min(m, n);
-      const std::string u = "U[" + std::to_string(b) + "]", v = "V[" + std::to_string(b) + "]";
-      Impl::require_extents(fn, u.c_str(), {U[b].extent(0), U[b].extent(1)}, {m, k},
-                            "(m_b, min(m_b, n_b)) of shapes[b]");
-      Impl::require_extents(fn, v.c_str(), {V[b].extent(0), V[b].extent(1)}, {n, k},
-                            "(n_b, min(m_b, n_b)) of shapes[b]");
+      require_extents_of(fn, "U", b, {U[b].extent(0), U[b].extent(1)}, {m, k},
+                         "(m_b, min(m_b, n_b)) of shapes[b]");
+      require_extents_of(fn, "V", b, {V[b].extent(0), V[b].extent(1)}, {n, k},
+                         "(n_b, min(m_b, n_b)) of shapes[b]");
       host_slots_(b).u = view_matrix<Scalar>(U[b]);
       host_slots_(b).v = view_matrix<Scalar>(V[b]);
     }
@@ -192,24 +205,26 @@ class VariableBatchedSvd {
     require(!vectors || options_.job == Job::values_and_vectors, "options.job",
             "must be Job::values_and_vectors when U and V are passed");
     claim_host_slots();
+    // The checks of every matrix build their messages only when they fail:
+    // this loop runs for every matrix of every call, and messages built
+    // eagerly cost about 1 us a matrix (10000 matrices: 9 to 11 ms on a
+    // 2-core Debian host, more than the H200 took to solve them).
     for (std::size_t b = 0; b < batch; ++b) {
       const int m = shapes_[b].rows, n = shapes_[b].cols, k = std::min(m, n);
-      // Appended, not "[" + to_string(b): GCC 12 at -O3 reports a false
-      // -Wrestrict in std::operator+(const char*, std::string&&) here.
-      std::string at("[");
-      at.append(std::to_string(b)).append("]");
       // Leading dimension `ld` of an array of `rows` rows (`extent` names them).
       const auto require_ld = [&](int ld, const char* name, int rows, const char* extent) {
-        require(ld >= std::max(1, rows), std::string(name) + at,
-                std::string("must be at least max(1, ") + extent +
-                    ") = " + std::to_string(std::max(1, rows)) + ", got " + std::to_string(ld));
+        if (ld < std::max(1, rows))
+          require(false, indexed(name, b),
+                  std::string("must be at least max(1, ") + extent +
+                      ") = " + std::to_string(std::max(1, rows)) + ", got " + std::to_string(ld));
       };
       // Two pointers of matrix b that a non-empty matrix needs.
       const auto require_set = [&](const void* x, const void* y, const char* x_name,
                                    const char* y_name) {
-        require(
-            k == 0 || (x != nullptr && y != nullptr), std::string(x_name) + at + ", " + y_name + at,
-            "must not be null for a " + std::to_string(m) + " x " + std::to_string(n) + " matrix");
+        if (k != 0 && (x == nullptr || y == nullptr))
+          require(false, indexed(x_name, b) + ", " + indexed(y_name, b),
+                  "must not be null for a " + std::to_string(m) + " x " + std::to_string(n) +
+                      " matrix");
       };
       require_ld(lda[b], "lda", m, "m_b");
       require_set(A[b], S[b], "A", "S");
@@ -235,6 +250,25 @@ class VariableBatchedSvd {
   static Impl::StridedMatrix<T> view_matrix(const View& X) {
     return {X.data(), int(X.extent(0)), int(X.extent(1)), std::ptrdiff_t(X.stride(0)),
             std::ptrdiff_t(X.stride(1))};
+  }
+
+  // "name[b]", for the message of a failed check of matrix b. (Appended, not
+  // "[" + to_string(b): GCC 12 at -O3 reports a false -Wrestrict in
+  // std::operator+(const char*, std::string&&).)
+  static std::string indexed(const char* name, std::size_t b) {
+    std::string s(name);
+    s.append("[").append(std::to_string(b)).append("]");
+    return s;
+  }
+
+  // Impl::require_extents for argument name[b], its name built only when the
+  // extents differ (the check runs for every matrix of every call).
+  static void require_extents_of(const char* fn, const char* name, std::size_t b,
+                                 std::initializer_list<std::size_t> actual,
+                                 std::initializer_list<std::size_t> expected,
+                                 const char* expected_names) {
+    if (!std::equal(actual.begin(), actual.end(), expected.begin(), expected.end()))
+      Impl::require_extents(fn, indexed(name, b).c_str(), actual, expected, expected_names);
   }
 
   void require_count(const char* fn, const char* arg, std::size_t count) const {
@@ -274,11 +308,10 @@ class VariableBatchedSvd {
                           "(batch) with batch the number of shapes");
     for (std::size_t b = 0; b < shapes_.size(); ++b) {
       const std::size_t m = std::size_t(shapes_[b].rows), n = std::size_t(shapes_[b].cols);
-      const std::string a = "A[" + std::to_string(b) + "]", s = "S[" + std::to_string(b) + "]";
-      Impl::require_extents(fn, a.c_str(), {A[b].extent(0), A[b].extent(1)}, {m, n},
-                            "(m_b, n_b) of shapes[b]");
-      Impl::require_extents(fn, s.c_str(), {S[b].extent(0)}, {std::min(m, n)},
-                            "(min(m_b, n_b)) of shapes[b]");
+      require_extents_of(fn, "A", b, {A[b].extent(0), A[b].extent(1)}, {m, n},
+                         "(m_b, n_b) of shapes[b]");
+      require_extents_of(fn, "S", b, {S[b].extent(0)}, {std::min(m, n)},
+                         "(min(m_b, n_b)) of shapes[b]");
       auto& slot = host_slots_(b);
       slot.a = view_matrix<const Scalar>(A[b]);
       slot.s = S[b].data();
@@ -296,13 +329,11 @@ class VariableBatchedSvd {
     Impl::report_converged(exec_, Impl::IndexedSlots<Scalar>{slots, empty_index_.data()},
                            empty_count_);
     const Scalar tol = Impl::resolved_tolerance<Scalar>(options_.tolerance);
-    Impl::launch_slotted_small_svd(
-        exec_, level0_count_, level0_plan_,
-        Impl::SlottedSmallSvdFunctor<ExecSpace, Scalar>{{slots, level0_index_.data()},
-                                                        level0_shapes_.data(),
-                                                        vectors,
-                                                        tol,
-                                                        options_.max_sweeps});
+    for (const auto& g : level0_groups_)
+      Impl::launch_slotted_small_svd(
+          exec_, g.count, g.plan,
+          Impl::SlottedSmallSvdFunctor<ExecSpace, Scalar>{
+              {slots, g.index.data()}, g.shapes.data(), vectors, tol, options_.max_sweeps});
     if (block_count_ > 0)
       solver_.run(exec_, Impl::IndexedSlots<Scalar>{slots, block_index_.data()}, vectors);
     // The previous copy (or, on host backends where the mirror is the device
@@ -322,10 +353,17 @@ class VariableBatchedSvd {
   ExecSpace exec_;
   std::vector<MatrixShape> shapes_;
   SvdOptions options_;
+  // The level-0 matrices of one size class: their batch indices, plan and
+  // planned shapes.
+  struct Level0Group {
+    int count = 0;
+    Kokkos::View<int*, memory_space> index;
+    Impl::SlottedSmallSvdPlan plan;
+    Kokkos::View<Impl::OneSidedJacobiShape*, memory_space> shapes;
+  };
   int level0_count_ = 0, block_count_ = 0, empty_count_ = 0;
-  Kokkos::View<int*, memory_space> level0_index_, block_index_, empty_index_;
-  Impl::SlottedSmallSvdPlan level0_plan_;
-  Kokkos::View<Impl::OneSidedJacobiShape*, memory_space> level0_shapes_;
+  std::vector<Level0Group> level0_groups_;
+  Kokkos::View<int*, memory_space> block_index_, empty_index_;
   Kokkos::View<Impl::MatrixSlot<Scalar>*, memory_space> slots_;
   typename Kokkos::View<Impl::MatrixSlot<Scalar>*, memory_space>::HostMirror host_slots_;
   bool slots_in_use_ = false;
