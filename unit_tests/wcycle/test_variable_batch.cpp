@@ -161,6 +161,25 @@ TYPED_TEST(VariableBatch, Level0SizeClassesLaunchOnTheirOwn) {
   EXPECT_EQ(svd.block_count(), 0);
   TestFixture::expect_accurate(shapes, mats, TestFixture::run(shapes, mats, {}, &svd),
                                "size classes");
+  // On 4 lanes a class up to 32 rows compiles its row loop for 8 row
+  // blocks, every matrix padded to 32 rows with zeros; 40 to 100 rows take
+  // the general loop.
+  kwsvd::SvdOptions four;
+  four.lanes_per_pair = 4;
+  const auto plan =
+      kwsvd::Impl::plan_slotted_small_svd<Exec, T>({{1, 1}, {3, 2}, {32, 32}}, true, four);
+  EXPECT_EQ(plan.rows_per_lane, 8);
+  for (const auto& shape : plan.shapes) {
+    EXPECT_EQ(shape.rows_per_lane, 8);
+    EXPECT_GE(shape.ld_w, 32);
+    EXPECT_GE(shape.ld_v, 32);
+  }
+  EXPECT_EQ(
+      (kwsvd::Impl::plan_slotted_small_svd<Exec, T>({{3, 2}, {100, 3}}, true, four).rows_per_lane),
+      0);
+  kwsvd::VariableBatchedSvd<Exec, T> svd_four(Exec(), shapes, four);
+  TestFixture::expect_accurate(shapes, mats, TestFixture::run(shapes, mats, four, &svd_four),
+                               "size classes, 4 lanes");
   EXPECT_EQ(kwsvd::Impl::level0_size_class({1, 1}), 32);
   EXPECT_EQ(kwsvd::Impl::level0_size_class({32, 7}), 32);
   EXPECT_EQ(kwsvd::Impl::level0_size_class({3, 33}), 64);

@@ -134,9 +134,10 @@ inline int small_svd_lanes(const SvdOptions& options, int rows, long batch) {
 }
 
 /// Level-0 SVDs of a group of matrices of different shapes, one team each,
-/// read and written through slots; each matrix has its own shape (planned on
-/// the host with the general row loop, rows_per_lane = 0).
-template <class ExecSpace, class Scalar>
+/// read and written through slots; each matrix has its own shape, planned on
+/// the host for the group's one row loop: RowsPerLane compiled row blocks
+/// (every shape padded to that many), or 0, the general loop.
+template <class ExecSpace, class Scalar, int RowsPerLane = 0>
 struct SlottedSmallSvdFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using ScratchVector = TeamScratch<ExecSpace, Scalar>;
@@ -157,7 +158,7 @@ struct SlottedSmallSvdFunctor {
     ScratchVector d(member.team_scratch(0), std::size_t(N));
     FlagVector flags(member.team_scratch(0), 2);
     const MatrixSlot<Scalar> slot = slots(b);
-    one_sided_jacobi_team<0>(
+    one_sided_jacobi_team<RowsPerLane>(
         member, slot.a, shape,
         OneSidedJacobiScratch<Scalar>{W.data(), Vw.data(), d.data(), flags.data()},
         OneSidedJacobiOutput<Scalar>{slot.s, slot.s_stride, slot.u, slot.v, slot.info}, tol,
@@ -166,9 +167,11 @@ struct SlottedSmallSvdFunctor {
 };
 
 /// The host plan of such a group: per-matrix shapes (padded as far as the
-/// scratch limit allows), lanes per pair, team size and scratch per team.
+/// scratch limit allows), the group's compiled row blocks (0: the general
+/// loop), lanes per pair, team size and scratch per team.
 struct SlottedSmallSvdPlan {
   std::vector<OneSidedJacobiShape> shapes;
+  int rows_per_lane = 0;
   int lanes = 1, pairs = 1;
   std::size_t scratch = 0;
 };
@@ -202,27 +205,51 @@ SlottedSmallSvdPlan plan_slotted_small_svd(const std::vector<MatrixShape>& shape
     rows = std::max(rows, std::max(s.rows, s.cols));
   int lanes = small_svd_lanes(options, rows, long(shapes.size()));
   const std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
-  for (const auto& s : shapes) {
-    OneSidedJacobiShape shape =
-        plan_one_sided_jacobi<ExecSpace, Scalar>(s.rows, s.cols, vectors, lanes, limit);
-    shape.rows_per_lane = 0;  // one compiled loop for every shape: the general one
+  std::vector<OneSidedJacobiShape> planned;
+  for (const auto& s : shapes)
+    planned.push_back(
+        plan_one_sided_jacobi<ExecSpace, Scalar>(s.rows, s.cols, vectors, lanes, limit));
+  // One compiled row loop for the group, with the most row blocks of its
+  // matrices, every matrix padded to them with zero rows (as a uniform batch
+  // pads to its compiled count), where each has a compiled loop of its own
+  // and fits scratch padded; else the general loop for all.
+  int compiled = 0;
+  for (const auto& shape : planned)
+    compiled = std::max(compiled, shape.rows_per_lane);
+  for (const auto& shape : planned)
+    if (shape.rows_per_lane == 0 || one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(
+                                        with_rows_per_lane<Scalar>(shape, compiled)) > limit)
+      compiled = 0;
+  for (auto shape : planned) {
+    if (compiled > 0)
+      shape = with_rows_per_lane<Scalar>(shape, compiled);
+    else
+      shape.rows_per_lane = 0;  // the general loop, its leading dimensions as planned
     plan.shapes.push_back(shape);
     plan.scratch = std::max(plan.scratch, one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(shape));
     plan.pairs = std::max(plan.pairs, (shape.cols + 1) / 2);
   }
+  plan.rows_per_lane = compiled;
   while (lanes > 1 && lanes > vector_length_max<ExecSpace>())
     lanes /= 2;
   plan.lanes = lanes;
   return plan;
 }
 
+/// The level-0 launch of a group planned by plan_slotted_small_svd: `count`
+/// teams, the functor's fields as `functor` holds them, compiled for the
+/// plan's row loop.
 template <class ExecSpace, class Scalar>
 void launch_slotted_small_svd(const ExecSpace& exec, int count, const SlottedSmallSvdPlan& plan,
                               const SlottedSmallSvdFunctor<ExecSpace, Scalar>& functor) {
   if (count == 0)
     return;
-  launch_column_pair_teams(exec, "kwsvd::batched_small_svd_variable", count, plan.pairs, plan.lanes,
-                           plan.scratch, functor);
+  with_compiled_rows_per_lane(plan.rows_per_lane, [&](auto rows_per_lane) {
+    const SlottedSmallSvdFunctor<ExecSpace, Scalar, decltype(rows_per_lane)::value> f{
+        functor.slots, functor.shapes, functor.vectors, functor.tol, functor.max_sweeps};
+    launch_column_pair_teams(exec, "kwsvd::batched_small_svd_variable", count, plan.pairs,
+                             plan.lanes, plan.scratch, f);
+  });
 }
 
 template <class ExecSpace, class AView, class SView, class UView, class VView, class InfoView>

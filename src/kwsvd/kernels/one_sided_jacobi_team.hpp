@@ -332,6 +332,20 @@ std::size_t one_sided_jacobi_scratch_bytes(int m, int n, bool vectors) {
   return one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(OneSidedJacobiShape(m, n, vectors));
 }
 
+/// `s` laid out for `rows_per_lane` compiled row blocks (0: the general
+/// loop): W and V padded with zero rows to rows_per_lane row blocks, and
+/// their leading dimensions to a multiple of 128 bytes.
+template <class Scalar>
+OneSidedJacobiShape with_rows_per_lane(OneSidedJacobiShape s, int rows_per_lane) {
+  constexpr int wavefront = int(128 / sizeof(Scalar));
+  auto round_up = [](int x) { return (x + wavefront - 1) / wavefront * wavefront; };
+  const int padded_rows = rows_per_lane * (1 << s.row_block_log2);
+  s.rows_per_lane = rows_per_lane;
+  s.ld_w = round_up(s.rows > padded_rows ? s.rows : padded_rows);
+  s.ld_v = round_up(s.cols > padded_rows ? s.cols : padded_rows);
+  return s;
+}
+
 /// The shape of an m x n SVD run with `lanes` vector lanes per column pair,
 /// the most padded layout that fits `scratch_limit`: the compiled row loop
 /// with 128-byte leading dimensions, else the general loop with them, else
@@ -342,21 +356,13 @@ OneSidedJacobiShape plan_one_sided_jacobi(int m, int n, bool vectors, int lanes,
   OneSidedJacobiShape s(m, n, vectors);
   while ((1 << s.row_block_log2) < lanes)
     ++s.row_block_log2;
-  constexpr int wavefront = int(128 / sizeof(Scalar));
-  auto round_up = [](int x) { return (x + wavefront - 1) / wavefront * wavefront; };
   const int block = 1 << s.row_block_log2;
-  const int blocks = (s.rows + block - 1) / block;
-  OneSidedJacobiShape compiled = s;
-  compiled.rows_per_lane = compiled_rows_per_lane(blocks);
-  const int padded_rows = compiled.rows_per_lane * block;
-  compiled.ld_w = round_up(s.rows > padded_rows ? s.rows : padded_rows);
-  compiled.ld_v = round_up(s.cols > padded_rows ? s.cols : padded_rows);
+  const OneSidedJacobiShape compiled =
+      with_rows_per_lane<Scalar>(s, compiled_rows_per_lane((s.rows + block - 1) / block));
   if (compiled.rows_per_lane > 0 &&
       one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(compiled) <= scratch_limit)
     return compiled;
-  OneSidedJacobiShape padded = s;
-  padded.ld_w = round_up(s.rows);
-  padded.ld_v = round_up(s.cols);
+  const OneSidedJacobiShape padded = with_rows_per_lane<Scalar>(s, 0);
   return one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(padded) <= scratch_limit ? padded : s;
 }
 
