@@ -218,11 +218,11 @@ SlottedSmallSvdPlan plan_slotted_small_svd(const std::vector<MatrixShape>& shape
     compiled = std::max(compiled, shape.rows_per_lane);
   for (const auto& shape : planned)
     if (shape.rows_per_lane == 0 || one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(
-                                        with_rows_per_lane<Scalar>(shape, compiled)) > limit)
+                                        shape_for_rows_per_lane<Scalar>(shape, compiled)) > limit)
       compiled = 0;
   for (auto shape : planned) {
     if (compiled > 0)
-      shape = with_rows_per_lane<Scalar>(shape, compiled);
+      shape = shape_for_rows_per_lane<Scalar>(shape, compiled);
     else
       shape.rows_per_lane = 0;  // the general loop, its leading dimensions as planned
     plan.shapes.push_back(shape);

@@ -336,7 +336,7 @@ std::size_t one_sided_jacobi_scratch_bytes(int m, int n, bool vectors) {
 /// loop): W and V padded with zero rows to rows_per_lane row blocks, and
 /// their leading dimensions to a multiple of 128 bytes.
 template <class Scalar>
-OneSidedJacobiShape with_rows_per_lane(OneSidedJacobiShape s, int rows_per_lane) {
+OneSidedJacobiShape shape_for_rows_per_lane(OneSidedJacobiShape s, int rows_per_lane) {
   constexpr int wavefront = int(128 / sizeof(Scalar));
   auto round_up = [](int x) { return (x + wavefront - 1) / wavefront * wavefront; };
   const int padded_rows = rows_per_lane * (1 << s.row_block_log2);
@@ -358,11 +358,11 @@ OneSidedJacobiShape plan_one_sided_jacobi(int m, int n, bool vectors, int lanes,
     ++s.row_block_log2;
   const int block = 1 << s.row_block_log2;
   const OneSidedJacobiShape compiled =
-      with_rows_per_lane<Scalar>(s, compiled_rows_per_lane((s.rows + block - 1) / block));
+      shape_for_rows_per_lane<Scalar>(s, compiled_rows_per_lane((s.rows + block - 1) / block));
   if (compiled.rows_per_lane > 0 &&
       one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(compiled) <= scratch_limit)
     return compiled;
-  const OneSidedJacobiShape padded = with_rows_per_lane<Scalar>(s, 0);
+  const OneSidedJacobiShape padded = shape_for_rows_per_lane<Scalar>(s, 0);
   return one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(padded) <= scratch_limit ? padded : s;
 }
 
