@@ -212,19 +212,24 @@ SlottedSmallSvdPlan plan_slotted_small_svd(const std::vector<MatrixShape>& shape
   // One compiled row loop for the group, with the most row blocks of its
   // matrices, every matrix padded to them with zero rows (as a uniform batch
   // pads to its compiled count), where each has a compiled loop of its own
-  // and fits scratch padded; else the general loop for all.
+  // and fits scratch padded; else the general loop for all, each matrix's
+  // leading dimensions as planned.
   int compiled = 0;
   for (const auto& shape : planned)
     compiled = std::max(compiled, shape.rows_per_lane);
-  for (const auto& shape : planned)
-    if (shape.rows_per_lane == 0 || one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(
-                                        shape_for_rows_per_lane<Scalar>(shape, compiled)) > limit)
+  std::vector<OneSidedJacobiShape> padded;
+  for (const auto& shape : planned) {
+    padded.push_back(shape_for_rows_per_lane<Scalar>(shape, compiled));
+    if (shape.rows_per_lane == 0 ||
+        one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(padded.back()) > limit)
       compiled = 0;
-  for (auto shape : planned) {
-    if (compiled > 0)
-      shape = shape_for_rows_per_lane<Scalar>(shape, compiled);
-    else
-      shape.rows_per_lane = 0;  // the general loop, its leading dimensions as planned
+  }
+  if (compiled == 0) {
+    padded = planned;
+    for (auto& shape : padded)
+      shape.rows_per_lane = 0;
+  }
+  for (const auto& shape : padded) {
     plan.shapes.push_back(shape);
     plan.scratch = std::max(plan.scratch, one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(shape));
     plan.pairs = std::max(plan.pairs, (shape.cols + 1) / 2);

@@ -92,7 +92,6 @@ class VariableBatchedSvd {
         auto& group = level0[Impl::level0_size_class(s)];
         group.first.push_back(int(b));
         group.second.push_back(s);
-        ++level0_count_;
       } else {
         blocks.push_back(int(b));
         block_shapes.push_back(s);
@@ -120,7 +119,12 @@ class VariableBatchedSvd {
   /// Number of matrices.
   std::size_t size() const { return shapes_.size(); }
   /// Matrices solved by the level-0 kernel, by block rotations, and empty ones.
-  int level0_count() const { return level0_count_; }
+  int level0_count() const {
+    int count = 0;
+    for (const auto& g : level0_groups_)
+      count += g.count;
+    return count;
+  }
   /// Launches of the level-0 kernel per call: one per size class of the
   /// level-0 matrices (larger extent up to 32, 64, 128, ...), each with the
   /// team size, lanes and scratch of its own largest matrix.
@@ -214,17 +218,18 @@ class VariableBatchedSvd {
       // Leading dimension `ld` of an array of `rows` rows (`extent` names them).
       const auto require_ld = [&](int ld, const char* name, int rows, const char* extent) {
         if (ld < std::max(1, rows))
-          require(false, indexed(name, b),
-                  std::string("must be at least max(1, ") + extent +
-                      ") = " + std::to_string(std::max(1, rows)) + ", got " + std::to_string(ld));
+          Impl::throw_invalid_argument(fn, indexed(name, b).c_str(),
+                                       std::string("must be at least max(1, ") + extent +
+                                           ") = " + std::to_string(std::max(1, rows)) + ", got " +
+                                           std::to_string(ld));
       };
       // Two pointers of matrix b that a non-empty matrix needs.
       const auto require_set = [&](const void* x, const void* y, const char* x_name,
                                    const char* y_name) {
         if (k != 0 && (x == nullptr || y == nullptr))
-          require(false, indexed(x_name, b) + ", " + indexed(y_name, b),
-                  "must not be null for a " + std::to_string(m) + " x " + std::to_string(n) +
-                      " matrix");
+          Impl::throw_invalid_argument(fn, (indexed(x_name, b) + ", " + indexed(y_name, b)).c_str(),
+                                       "must not be null for a " + std::to_string(m) + " x " +
+                                           std::to_string(n) + " matrix");
       };
       require_ld(lda[b], "lda", m, "m_b");
       require_set(A[b], S[b], "A", "S");
@@ -361,7 +366,7 @@ class VariableBatchedSvd {
     Impl::SlottedSmallSvdPlan plan;
     Kokkos::View<Impl::OneSidedJacobiShape*, memory_space> shapes;
   };
-  int level0_count_ = 0, block_count_ = 0, empty_count_ = 0;
+  int block_count_ = 0, empty_count_ = 0;
   std::vector<Level0Group> level0_groups_;
   Kokkos::View<int*, memory_space> block_index_, empty_index_;
   Kokkos::View<Impl::MatrixSlot<Scalar>*, memory_space> slots_;
