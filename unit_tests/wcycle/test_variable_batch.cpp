@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/kokkos_events.hpp"
 #include "common/oracle.hpp"
 #include "common/svd_batch.hpp"
 #include "kwsvd/kwsvd.hpp"
@@ -328,6 +329,70 @@ TYPED_TEST(VariableBatch, PointerArraysMatchTheViewsForm) {
     for (int l = 0; l < std::min(m[b], n[b]); ++l)
       EXPECT_NEAR(double(hs(l)), double(ref.s[b][l]),
                   100 * std::numeric_limits<T>::epsilon() * double(ref.s[b][0]));
+  }
+}
+
+// A reused handle allocates nothing after its first call, in the Views form
+// and the pointer-array form, and a call reads back at most one small value
+// per sweep of its block rotations (issue 6, items 3 and 4).
+TYPED_TEST(VariableBatch, ReusedHandleAllocatesNothingAndReadsBackOnceASweep) {
+  using T = typename TestFixture::Scalar;
+  const auto shapes = TestFixture::shapes();
+  const auto mats = TestFixture::matrices(shapes);
+  const int batch = int(shapes.size());
+  std::vector<typename TestFixture::Matrix> A, U, V;
+  std::vector<typename TestFixture::Values> S;
+  std::vector<const T*> a_ptr;
+  std::vector<T*> s_ptr, u_ptr, v_ptr;
+  std::vector<int> lda, ldu, ldv;
+  for (int b = 0; b < batch; ++b) {
+    const int m = shapes[b].rows, n = shapes[b].cols, k = std::min(m, n);
+    A.push_back(TestFixture::device_matrix(mats[b], m, n, "A"));
+    U.emplace_back("U", m, k);
+    V.emplace_back("V", n, k);
+    S.emplace_back("S", k);
+    // The pointer form reads each View's storage as a column-major m_b x n_b
+    // matrix (for LayoutRight another matrix of that shape): any matrix does
+    // for this test.
+    a_ptr.push_back(A.back().data());
+    s_ptr.push_back(S.back().data());
+    u_ptr.push_back(U.back().data());
+    v_ptr.push_back(V.back().data());
+    lda.push_back(std::max(1, m));
+    ldu.push_back(std::max(1, m));
+    ldv.push_back(std::max(1, n));
+  }
+  Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+  kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), shapes);
+  ASSERT_GT(svd.plan_summary().launch_steps, 0);
+  svd.compute(A, S, U, V, info);  // the first call may set up Kokkos's own buffers
+  for (const char* form : {"views", "values", "pointers", "views"}) {
+    SCOPED_TRACE(form);
+    kwsvd::test::KokkosEvents events;
+    {
+      kwsvd::test::KokkosEventRecorder recorder(events);
+      const std::string f = form;
+      if (f == "views")
+        svd.compute(A, S, U, V, info);
+      else if (f == "values")
+        svd.compute(A, S, info);
+      else
+        svd.compute(a_ptr.data(), lda.data(), s_ptr.data(), u_ptr.data(), ldu.data(), v_ptr.data(),
+                    ldv.data(), info.data());
+    }
+    EXPECT_TRUE(events.allocations.empty()) << events.allocation_list();
+    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+    int sweeps = 0;
+    for (int b = 0; b < batch; ++b)
+      sweeps = std::max(sweeps, hi(b).sweeps);
+    EXPECT_GT(sweeps, 0);
+    EXPECT_LE(events.device_to_host_copies(), sweeps);
+    // The slots go to the device once a call: on host backends a copy of
+    // their View onto itself, into host memory.
+    const std::string slots = "kwsvd::slots";
+    EXPECT_LE(events.copies_into_host(slots), sweeps);
+    EXPECT_LE(events.largest_copy_into_host(slots), 64u);
+    EXPECT_LE(int(events.copies.size()), sweeps + 1);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/kokkos_events.hpp"
 #include "common/oracle.hpp"
 #include "common/svd_batch.hpp"
 #include "kwsvd/kernels/pair_ordering.hpp"
@@ -416,6 +418,88 @@ TYPED_TEST(Wcycle, ReusedHandleGivesTheSameResultAndChecksShapes) {
   widths.block_scratch_bytes = -1;
   w = error_of([&] { kwsvd::BatchedSvd<Exec, T>(Exec(), batch, m, n, widths); });
   EXPECT_NE(w.find("options.block_scratch_bytes"), std::string::npos) << w;
+}
+
+// The recorder the next test relies on sees an allocation and a copy back.
+TEST(KokkosEvents, RecorderSeesAnAllocationAndACopyIntoHostMemory) {
+  kwsvd::test::KokkosEvents events;
+  {
+    kwsvd::test::KokkosEventRecorder recorder(events);
+    Kokkos::View<double*> x("kwsvd_test_x", 8);
+    auto h = Kokkos::create_mirror(Kokkos::HostSpace(), x);
+    Kokkos::deep_copy(h, x);
+  }
+  ASSERT_EQ(events.allocations.size(), 2u) << events.allocation_list();
+  EXPECT_NE(events.allocations[0].find("kwsvd_test_x"), std::string::npos)
+      << events.allocation_list();
+  EXPECT_EQ(events.copies_into_host(), 1);
+  EXPECT_EQ(events.largest_copy_into_host(), 64u);
+}
+
+// A reused handle allocates nothing after its first call, and a call reads
+// back at most one small value per sweep (issue 6, items 3 and 4): for the
+// blocked W-cycle, the matrices swept whole, and the level-0 kernel.
+TYPED_TEST(Wcycle, ReusedHandleAllocatesNothingAndReadsBackOnceASweep) {
+  using T = typename TestFixture::TestScalar;
+  using L = typename TestFixture::TestLayout;
+  const bool dbl = sizeof(T) == 8;
+  struct Shape {
+    int m, n;
+    bool level0;
+    const char* what;
+  };
+  // 60 x 60 (double) and 120 x 64 (float) fit level-0 scratch without V only.
+  for (const Shape& c :
+       {Shape{90, 80, false, "blocked"}, Shape{dbl ? 60 : 120, dbl ? 60 : 64, true, "whole"},
+        Shape{12, 10, true, "level 0"}}) {
+    SCOPED_TRACE(c.what);
+    const bool fits = kwsvd::small_svd_fits<T, Exec>(c.m, c.n);
+    if (c.level0 && c.m > 20 && fits)  // level-0 scratch holds V too: no "whole" case
+      continue;
+    const int batch = 3, k = std::min(c.m, c.n);
+    std::vector<std::vector<T>> mats;
+    for (int b = 0; b < batch; ++b)
+      mats.push_back(random_matrix<T>(c.m, c.n, 31u + b));
+    auto A = kwsvd::test::to_device<T, L>(mats, c.m, c.n);
+    Kokkos::View<T***, L> U("U", batch, c.m, k), V("V", batch, c.n, k);
+    Kokkos::View<T**, L> S("S", batch, k);
+    Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+    kwsvd::SvdOptions options;
+    options.level0 = c.level0;
+    options.block_scratch_bytes = 32768;
+    kwsvd::BatchedSvd<Exec, T> svd(Exec(), batch, c.m, c.n, options);
+    const auto plan = svd.plan_summary();
+    ASSERT_EQ(svd.level0(), c.level0 && fits);
+    if (!svd.level0()) {
+      EXPECT_EQ(plan.whole_matrices, c.level0 ? batch : 0);
+    }
+    svd.compute(A, S, U, V, info);  // the first call may set up Kokkos's own buffers
+    for (const bool vectors : {true, false, true}) {
+      kwsvd::test::KokkosEvents events;
+      {
+        kwsvd::test::KokkosEventRecorder recorder(events);
+        if (vectors)
+          svd.compute(A, S, U, V, info);
+        else
+          svd.compute(A, S, info);
+      }
+      EXPECT_TRUE(events.allocations.empty())
+          << (vectors ? "vectors: " : "values: ") << events.allocation_list();
+      auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+      int sweeps = 0;
+      for (int b = 0; b < batch; ++b) {
+        EXPECT_EQ(hi(b).converged, 1);
+        sweeps = std::max(sweeps, hi(b).sweeps);
+      }
+      EXPECT_GT(sweeps, 0);
+      // Level 0 and the whole-matrix sweeps decide convergence on the device.
+      const int reads = plan.launch_steps > 0 ? sweeps : 0;
+      EXPECT_LE(events.device_to_host_copies(), reads);
+      EXPECT_LE(events.copies_into_host(), reads);
+      EXPECT_LE(events.largest_copy_into_host(), 64u);
+      EXPECT_LE(int(events.copies.size()), reads);
+    }
+  }
 }
 
 TYPED_TEST(Wcycle, RawPointerFormMatchesTheViewForm) {
