@@ -1,10 +1,11 @@
 #pragma once
 // What a call asks of Kokkos, recorded through Kokkos Tools' in-process
 // callbacks (Kokkos::Tools::Experimental, Kokkos 3.4 and 4.x): the memory it
-// allocates and the deep copies it makes. The handles promise that a reused
-// compute() allocates nothing and that a sweep reads back at most one small
-// value (issue 6: "at most one small device-to-host read per sweep"; "a
-// reusable workspace/handle so repeated calls do not allocate").
+// allocates, the deep copies it makes and the fences it waits on. The
+// handles promise that a reused compute() allocates nothing and that a sweep
+// reads back at most one small value (issue 6: "at most one small
+// device-to-host read per sweep"; "a reusable workspace/handle so repeated
+// calls do not allocate"). Kokkos 3.4's host backends report no fences.
 
 #include <cstdint>
 #include <cstring>
@@ -26,6 +27,7 @@ struct KokkosEvents {
   };
   std::vector<std::string> allocations;  // "label (space, bytes)", bytes > 0
   std::vector<Copy> copies;
+  std::vector<std::string> fences;  // their names
 
   /// Copies into host memory from memory that is not the host's.
   int device_to_host_copies() const {
@@ -50,12 +52,14 @@ struct KokkosEvents {
         most = c.bytes;
     return most;
   }
-  std::string allocation_list() const {
+  static std::string list(const std::vector<std::string>& items) {
     std::string s;
-    for (const auto& a : allocations)
+    for (const auto& a : items)
       s.append(s.empty() ? "" : "; ").append(a);
     return s;
   }
+  std::string allocation_list() const { return list(allocations); }
+  std::string fence_list() const { return list(fences); }
 };
 
 /// Records into `events` from construction to destruction (one recorder at a
@@ -68,8 +72,10 @@ class KokkosEventRecorder {
     current() = &events;
     Kokkos::Tools::Experimental::set_allocate_data_callback(&on_allocate);
     Kokkos::Tools::Experimental::set_begin_deep_copy_callback(&on_deep_copy);
+    Kokkos::Tools::Experimental::set_begin_fence_callback(&on_fence);
   }
   ~KokkosEventRecorder() {
+    Kokkos::Tools::Experimental::set_begin_fence_callback(nullptr);  // not the fence below
     Kokkos::fence();
     Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr);
     Kokkos::Tools::Experimental::set_begin_deep_copy_callback(nullptr);
@@ -100,6 +106,11 @@ class KokkosEventRecorder {
                            std::uint64_t bytes) {
     if (current() != nullptr)
       current()->copies.push_back({space_name(dst), dst_label, space_name(src), bytes});
+  }
+  static void on_fence(const char* name, const std::uint32_t, std::uint64_t* handle) {
+    *handle = 0;
+    if (current() != nullptr)
+      current()->fences.push_back(name);
   }
 };
 
