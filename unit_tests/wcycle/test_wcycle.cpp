@@ -644,7 +644,7 @@ TEST(WcyclePlan, BlockOrderingIsTheDevicePairOrdering) {
 // entry 2^31 needs 64-bit arithmetic in the slots, the workspace and the
 // kernels: 2,100,000 float 32 x 32 matrices (level 0, LayoutRight: matrix b at
 // b * 1024) and 32,800 float 256 x 256 ones (W-cycle, LayoutLeft: entry (i, j)
-// of every matrix at i * 32800 + j * 256 * 32800). About 45 GB of device
+// of matrix b at b + 32800 (i + 256 j)). About 45 GB of device
 // memory at the most, so it runs only where KWSVD_TEST_LARGE is set (GPU runs).
 // Every matrix must converge; the first, middle and last are checked against
 // LAPACK.
