@@ -7,6 +7,7 @@
 // device-to-host read per sweep"; "a reusable workspace/handle so repeated
 // calls do not allocate"). Kokkos 3.4's host backends report no fences.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -31,19 +32,16 @@ struct KokkosEvents {
 
   /// Copies into host memory from memory that is not the host's.
   int device_to_host_copies() const {
-    int count = 0;
-    for (const auto& c : copies)
-      count += c.into_host({}) && c.src_space != "Host" ? 1 : 0;
-    return count;
+    return int(std::count_if(copies.begin(), copies.end(), [](const Copy& c) {
+      return c.into_host({}) && c.src_space != "Host";
+    }));
   }
   /// Copies into host memory from anywhere, but for those into the View
   /// labelled `except`. On host backends a handle's host mirror is its View,
   /// so what a GPU reads back is a copy within host memory there.
   int copies_into_host(const std::string& except = {}) const {
-    int count = 0;
-    for (const auto& c : copies)
-      count += c.into_host(except) ? 1 : 0;
-    return count;
+    return int(std::count_if(copies.begin(), copies.end(),
+                             [&](const Copy& c) { return c.into_host(except); }));
   }
   std::uint64_t largest_copy_into_host(const std::string& except = {}) const {
     std::uint64_t most = 0;

@@ -109,4 +109,14 @@ std::vector<std::vector<T>> spectrum_batch(const std::string& name, int m, int n
   return mats;
 }
 
+/// The most sweeps any matrix of a call took (its info View, brought back).
+template <class InfoView>
+int most_sweeps(const InfoView& info) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+  int most = 0;
+  for (std::size_t b = 0; b < h.extent(0); ++b)
+    most = std::max(most, h(b).sweeps);
+  return most;
+}
+
 }  // namespace kwsvd::test
