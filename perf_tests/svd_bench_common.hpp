@@ -83,8 +83,9 @@ void set_svd_rates(benchmark::State& state, int m, int n, int batch) {
 
 /// Entries uniform in [-1, 1) from a counter-based hash (splitmix64) of the
 /// index and the seed, made on the host and copied over: the same numbers on
-/// every backend. (A device-side fill of these rank-1 Views left them zero on
-/// the H200 with Kokkos 4.6.99, Kokkos::fill_random included; not chased.)
+/// every backend. (A device-side fill of these rank-1 Views once left them
+/// zero: Kokkos 4.6.99's View under nvcc 13 in C++20, which
+/// kwsvd/impl/kokkos_compat.hpp now refuses.)
 template <class T>
 void fill_uniform(const Kokkos::View<T*>& x, std::uint64_t seed) {
   auto h = Kokkos::create_mirror_view(x);
