@@ -43,6 +43,11 @@ struct KokkosEvents {
     return int(std::count_if(copies.begin(), copies.end(),
                              [&](const Copy& c) { return c.into_host(except); }));
   }
+  /// Copies into the View labelled `label`, from anywhere.
+  int copies_into(const std::string& label) const {
+    return int(std::count_if(copies.begin(), copies.end(),
+                             [&](const Copy& c) { return c.dst_label == label; }));
+  }
   std::uint64_t largest_copy_into_host(const std::string& except = {}) const {
     std::uint64_t most = 0;
     for (const auto& c : copies)

@@ -47,8 +47,10 @@ void report_converged(const ExecSpace& exec, const IndexedSlots<Scalar>& slots, 
 /// A reusable SVD of a variable-size batch: the constructor takes every
 /// matrix's shape, sorts the matrices into the level-0 group and the
 /// block-rotation group, plans both and allocates their workspace; compute()
-/// then allocates nothing (it copies the batch's slots, a few dozen bytes per
-/// matrix, to the device).
+/// then allocates nothing. It copies the batch's slots (a few dozen bytes per
+/// matrix) to the device only when they differ from the last call's, and
+/// then first waits for that call's copy; a call on the same Views or
+/// pointers as the last one neither copies nor waits for them.
 template <class ExecSpace, class Scalar>
 class VariableBatchedSvd {
   static_assert(std::is_floating_point<Scalar>::value,
@@ -114,6 +116,7 @@ class VariableBatchedSvd {
                                                            "kwsvd::VariableBatchedSvd");
     slots_ = Kokkos::View<Impl::MatrixSlot<Scalar>*, memory_space>("kwsvd::slots", shapes.size());
     host_slots_ = Kokkos::create_mirror_view(slots_);
+    staged_.resize(shapes.size());
   }
 
   /// Number of matrices.
@@ -172,8 +175,8 @@ class VariableBatchedSvd {
                          "(m_b, min(m_b, n_b)) of shapes[b]");
       require_extents_of(fn, "V", b, {V[b].extent(0), V[b].extent(1)}, {n, k},
                          "(n_b, min(m_b, n_b)) of shapes[b]");
-      host_slots_(b).u = view_matrix<Scalar>(U[b]);
-      host_slots_(b).v = view_matrix<Scalar>(V[b]);
+      staged_[b].u = view_matrix<Scalar>(U[b]);
+      staged_[b].v = view_matrix<Scalar>(V[b]);
     }
     launch(true);
   }
@@ -182,8 +185,8 @@ class VariableBatchedSvd {
   template <class AView, class SView, class InfoView>
   void compute(const std::vector<AView>& A, const std::vector<SView>& S, const InfoView& info) {
     check_views<AView, SView, InfoView>(A, S, info);
-    for (std::size_t b = 0; b < shapes_.size(); ++b)
-      host_slots_(b).u = host_slots_(b).v = Impl::StridedMatrix<Scalar>{};
+    for (auto& slot : staged_)
+      slot.u = slot.v = Impl::StridedMatrix<Scalar>{};
     launch(false);
   }
 
@@ -208,7 +211,6 @@ class VariableBatchedSvd {
             "U, ldu, V, ldv", "must all be given (vectors) or all be null (values only)");
     require(!vectors || options_.job == Job::values_and_vectors, "options.job",
             "must be Job::values_and_vectors when U and V are passed");
-    claim_host_slots();
     // The checks of every matrix build their messages only when they fail:
     // this loop runs for every matrix of every call, and messages built
     // eagerly cost about 1 us a matrix (10000 matrices: 9 to 11 ms on a
@@ -233,7 +235,7 @@ class VariableBatchedSvd {
       };
       require_ld(lda[b], "lda", m, "m_b");
       require_set(A[b], S[b], "A", "S");
-      auto& slot = host_slots_(b);
+      auto& slot = staged_[b];
       slot.a = {A[b], m, n, 1, lda[b]};
       slot.s = S[b];
       slot.s_stride = 1;
@@ -307,7 +309,6 @@ class VariableBatchedSvd {
         "can access");
     constexpr const char* fn = "kwsvd::VariableBatchedSvd::compute";
     require_count(fn, "A", A.size());
-    claim_host_slots();
     require_count(fn, "S", S.size());
     Impl::require_extents(fn, "info", {info.extent(0)}, {shapes_.size()},
                           "(batch) with batch the number of shapes");
@@ -317,7 +318,7 @@ class VariableBatchedSvd {
                          "(m_b, n_b) of shapes[b]");
       require_extents_of(fn, "S", b, {S[b].extent(0)}, {std::min(m, n)},
                          "(min(m_b, n_b)) of shapes[b]");
-      auto& slot = host_slots_(b);
+      auto& slot = staged_[b];
       slot.a = view_matrix<const Scalar>(A[b]);
       slot.s = S[b].data();
       slot.s_stride = std::ptrdiff_t(S[b].stride(0));
@@ -325,11 +326,11 @@ class VariableBatchedSvd {
     }
   }
 
-  // One transfer of the slots, then one launch per group.
+  // The slots' upload when they changed, then one launch per group.
   void launch(bool vectors) {
     if (shapes_.empty())
       return;
-    Kokkos::deep_copy(exec_, slots_, host_slots_);
+    upload_slots();
     const Impl::MatrixSlot<Scalar>* slots = slots_.data();
     Impl::report_converged(exec_, Impl::IndexedSlots<Scalar>{slots, empty_index_.data()},
                            empty_count_);
@@ -341,18 +342,23 @@ class VariableBatchedSvd {
               {slots, g.index.data()}, g.shapes.data(), vectors, tol, options_.max_sweeps});
     if (block_count_ > 0)
       solver_.run(exec_, Impl::IndexedSlots<Scalar>{slots, block_index_.data()}, vectors);
-    // The previous copy (or, on host backends where the mirror is the device
-    // View, the launches) may still read the host slots: the next call waits
-    // before refilling them, so that this call adds no sync of its own.
-    slots_in_use_ = true;
   }
 
-  // Waits for the previous call's reads of the host slots (see launch).
-  void claim_host_slots() {
-    if (slots_in_use_) {
+  // The device keeps the slots it was last sent, so a call whose slots are
+  // the same (a handle reused on the same Views or pointers) copies nothing
+  // and waits for nothing; its launches follow that upload on the same
+  // instance. Otherwise the previous upload (or, on host backends where the
+  // mirror is the device View, the previous call's launches) may still read
+  // the host slots, so the refill waits for it first.
+  void upload_slots() {
+    if (uploaded_ &&
+        std::equal(staged_.begin(), staged_.end(), host_slots_.data(), Impl::same_slot<Scalar>))
+      return;
+    if (uploaded_)
       exec_.fence();
-      slots_in_use_ = false;
-    }
+    std::copy(staged_.begin(), staged_.end(), host_slots_.data());
+    Kokkos::deep_copy(exec_, slots_, host_slots_);
+    uploaded_ = true;
   }
 
   ExecSpace exec_;
@@ -371,7 +377,9 @@ class VariableBatchedSvd {
   Kokkos::View<int*, memory_space> block_index_, empty_index_;
   Kokkos::View<Impl::MatrixSlot<Scalar>*, memory_space> slots_;
   typename Kokkos::View<Impl::MatrixSlot<Scalar>*, memory_space>::HostMirror host_slots_;
-  bool slots_in_use_ = false;
+  // This call's slots, filled by the checks; host_slots_ holds the last upload.
+  std::vector<Impl::MatrixSlot<Scalar>> staged_;
+  bool uploaded_ = false;
   Impl::WcycleLevelSolver<ExecSpace, Scalar> solver_;
 };
 

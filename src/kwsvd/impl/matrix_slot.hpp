@@ -22,6 +22,19 @@ struct MatrixSlot {
   SvdInfo* info = nullptr;
 };
 
+/// Whether two slots name the same storage, shapes and strides (host code:
+/// a reused handle compares the slots of a call with those it last uploaded).
+template <class T>
+bool same_matrix(const StridedMatrix<T>& x, const StridedMatrix<T>& y) {
+  return x.data == y.data && x.rows == y.rows && x.cols == y.cols && x.row_stride == y.row_stride &&
+         x.col_stride == y.col_stride;
+}
+template <class Scalar>
+bool same_slot(const MatrixSlot<Scalar>& x, const MatrixSlot<Scalar>& y) {
+  return same_matrix(x.a, y.a) && x.s == y.s && x.s_stride == y.s_stride && same_matrix(x.u, y.u) &&
+         same_matrix(x.v, y.v) && x.info == y.info;
+}
+
 /// Slots of a uniform batch: matrix b at a fixed batch stride from matrix 0.
 template <class Scalar>
 struct UniformSlots {
