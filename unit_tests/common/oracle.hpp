@@ -62,9 +62,11 @@ template <class T>
 SvdErrors svd_errors(const std::vector<T>& a, int m, int n, const std::vector<T>& s,
                      const std::vector<T>& u, const std::vector<T>& v);
 
-/// Sets every entry of a View to `value` through a host mirror. (Kokkos
-/// 4.6.99's deep_copy(View, scalar) writes out of bounds for a rank-3
-/// LayoutLeft View in CUDA memory, seen on an H200; this avoids that path.)
+/// Sets every entry of a View to `value` through a host mirror, the same on
+/// every backend. (Kokkos 4.6.99's deep_copy(View, scalar) once wrote out of
+/// bounds for a rank-3 View in CUDA memory: it fills through a flat rank-1
+/// View, whose functor nvcc 13 laid out differently from the host while the
+/// View used [[no_unique_address]]; see kwsvd/impl/kokkos_compat.hpp.)
 template <class View>
 void fill(const View& v, typename View::non_const_value_type value) {
   auto h = Kokkos::create_mirror_view(v);

@@ -1,7 +1,7 @@
 // What the tests and benchmarks assume of the Kokkos build they run on, checked
 // on the default execution space: a functor's members after a View reach the
 // kernel as the host set them, and Kokkos's own fills of a View write every
-// entry. A Kokkos 4.6 View under nvcc 13.0 in C++20 broke both without an
+// entry. A Kokkos 4.6.99 View under nvcc 13.0 in C++20 broke both without an
 // error (kwsvd/impl/kokkos_compat.hpp, which now refuses that build); these
 // tests catch any other build whose kernels see a functor at other offsets.
 

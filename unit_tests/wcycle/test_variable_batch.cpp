@@ -443,7 +443,14 @@ TYPED_TEST(VariableBatch, ReusedHandleSolvesWhatItsViewsHoldAtEachCall) {
   };
   kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), shapes);
   Set x = make_set(first), y = make_set(second);
+  // Outputs set to NaN first, so that a repeated call must write them again.
   const auto solve = [&](Set& set, const std::vector<std::vector<T>>& mats, const char* what) {
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    for (std::size_t b = 0; b < shapes.size(); ++b) {
+      kwsvd::test::fill(set.S[b], nan);
+      kwsvd::test::fill(set.U[b], nan);
+      kwsvd::test::fill(set.V[b], nan);
+    }
     svd.compute(set.A, set.S, set.U, set.V, set.info);
     TestFixture::expect_accurate(shapes, mats,
                                  TestFixture::results(shapes, set.S, set.U, set.V, set.info), what);

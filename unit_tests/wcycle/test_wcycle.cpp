@@ -673,9 +673,10 @@ struct FillLargeBatch {
 };
 
 // Matrix b's S, U and V into contiguous column-major arrays, one team.
-// (Written through raw pointers from a team launch: in this project's CUDA
-// 13 build of Kokkos 4.6.99, a RangePolicy kernel of this file that wrote
-// through a View it held wrote nothing and reported no error; see
+// (Written through raw pointers from a team launch: in this project's first
+// CUDA 13 build of Kokkos 4.6.99, a RangePolicy kernel of this file that
+// wrote through a View it held wrote nothing and reported no error, a layout
+// mismatch that kwsvd/impl/kokkos_compat.hpp now refuses; see
 // perf_tests/notes/wcycle.md. The library's kernels take raw pointers.)
 template <class SView, class MView>
 struct GatherOneMatrix {

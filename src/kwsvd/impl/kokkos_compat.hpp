@@ -10,18 +10,18 @@
 
 #include <Kokkos_Core.hpp>
 
-// A Kokkos whose View is built on mdspan (the 4.6.99 snapshot this project
-// tests on) marks the View's members [[no_unique_address]] in C++20. nvcc from CUDA 12.9 on then
-// lays out a class that holds a View and more members one way in device code and another in host
-// code: measured with CUDA 13.0, g++ 12 and Kokkos 4.6.99, the member after a View<double*> sits at
-// byte 32 on the device and at byte 40 on the host. Every functor with a member after a View, and
-// every RangePolicy launch of one (the policy follows the functor), then reads its members at the
-// wrong offsets: the kernel writes nothing or writes out of bounds, and no error is reported
-// (Kokkos's own deep_copy fills and fill_random included). Kokkos later turned the attribute off
-// for these nvcc versions (kokkos/kokkos#8615); with a Kokkos that lacks the fix, this stops the
-// build instead of letting kernels corrupt memory. kwsvd's own kernels pass raw pointers, not
-// Views, so defining KWSVD_ALLOW_NVCC_NO_UNIQUE_ADDRESS builds it anyway, at the risk of every
-// other kernel in the program.
+// A Kokkos whose View is built on mdspan (the 4.6.99 snapshot this project tests on) marks the
+// View's members [[no_unique_address]] in C++20. nvcc from CUDA 12.9 on then lays out a class that
+// holds a View and more members one way in device code and another in host code: measured with
+// CUDA 13.0, g++ 12 and Kokkos 4.6.99, the member after a View<double*> sits at byte 32 on the
+// device and at byte 40 on the host. Every functor with a member after a View, and every
+// RangePolicy launch of one (the policy follows the functor), then reads its members at the wrong
+// offsets: the kernel writes nothing or writes out of bounds, and no error is reported (Kokkos's
+// own deep_copy fills and fill_random included). Kokkos later turned the attribute off for these
+// nvcc versions (kokkos/kokkos#8615); with a Kokkos that lacks the fix, this stops the build
+// instead of letting kernels corrupt memory. kwsvd's own kernels pass raw pointers, not Views, so
+// defining KWSVD_ALLOW_NVCC_NO_UNIQUE_ADDRESS builds it anyway, at the risk of every other kernel
+// in the program.
 #if defined(__NVCC__) && defined(MDSPAN_IMPL_USE_ATTRIBUTE_NO_UNIQUE_ADDRESS) && \
     !defined(KOKKOS_ENABLE_IMPL_VIEW_LEGACY) && !defined(KWSVD_ALLOW_NVCC_NO_UNIQUE_ADDRESS)
 #if MDSPAN_IMPL_USE_ATTRIBUTE_NO_UNIQUE_ADDRESS && \
