@@ -68,37 +68,56 @@ class VariableBatch : public ::testing::Test {
     return A;
   }
 
+  // One call's Views: A[b] holding matrix b, S[b], U[b], V[b] and info.
+  struct Views {
+    std::vector<Matrix> A, U, V;
+    std::vector<Values> S;
+    Kokkos::View<kwsvd::SvdInfo*> info;
+    // Outputs to NaN, so that a call must write every one of them.
+    void clear_outputs() const {
+      const Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
+      for (std::size_t b = 0; b < S.size(); ++b) {
+        kwsvd::test::fill(U[b], nan);
+        kwsvd::test::fill(V[b], nan);
+        kwsvd::test::fill(S[b], nan);
+      }
+    }
+  };
+
+  static Views make_views(const std::vector<MatrixShape>& shapes,
+                          const std::vector<std::vector<Scalar>>& mats) {
+    Views v;
+    for (std::size_t b = 0; b < shapes.size(); ++b) {
+      const int m = shapes[b].rows, n = shapes[b].cols, k = std::min(m, n);
+      v.A.push_back(device_matrix(mats[b], m, n, "A"));
+      v.U.emplace_back("U", m, k);
+      v.V.emplace_back("V", n, k);
+      v.S.emplace_back("S", k);
+    }
+    v.info = Kokkos::View<kwsvd::SvdInfo*>("info", shapes.size());
+    return v;
+  }
+
   // Views form through one handle; results pre-filled with NaN.
   static kwsvd::test::BatchResult<Scalar> run(
       const std::vector<MatrixShape>& shapes, const std::vector<std::vector<Scalar>>& mats,
       const kwsvd::SvdOptions& options, kwsvd::VariableBatchedSvd<Exec, Scalar>* handle = nullptr) {
-    std::vector<Matrix> A, U, V;
-    std::vector<Values> S;
-    const Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
-    for (std::size_t b = 0; b < shapes.size(); ++b) {
-      const int m = shapes[b].rows, n = shapes[b].cols, k = std::min(m, n);
-      A.push_back(device_matrix(mats[b], m, n, "A"));
-      U.emplace_back("U", m, k);
-      V.emplace_back("V", n, k);
-      S.emplace_back("S", k);
-      kwsvd::test::fill(U.back(), nan);
-      kwsvd::test::fill(V.back(), nan);
-      kwsvd::test::fill(S.back(), nan);
-    }
-    Kokkos::View<kwsvd::SvdInfo*> info("info", shapes.size());
+    const Views v = make_views(shapes, mats);
+    v.clear_outputs();
     if (handle != nullptr)
-      handle->compute(A, S, U, V, info);
+      handle->compute(v.A, v.S, v.U, v.V, v.info);
     else
-      kwsvd::batched_svd(Exec(), A, S, U, V, info, options);
-    return results(shapes, S, U, V, info);
+      kwsvd::batched_svd(Exec(), v.A, v.S, v.U, v.V, v.info, options);
+    return results(shapes, v);
   }
 
   // The results of a call, column-major on the host.
   static kwsvd::test::BatchResult<Scalar> results(const std::vector<MatrixShape>& shapes,
-                                                  const std::vector<Values>& S,
-                                                  const std::vector<Matrix>& U,
-                                                  const std::vector<Matrix>& V,
-                                                  const Kokkos::View<kwsvd::SvdInfo*>& info) {
+                                                  const Views& views) {
+    const auto& S = views.S;
+    const auto& U = views.U;
+    const auto& V = views.V;
+    const auto& info = views.info;
     auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
     kwsvd::test::BatchResult<Scalar> r;
     for (std::size_t b = 0; b < shapes.size(); ++b) {
@@ -350,29 +369,26 @@ TYPED_TEST(VariableBatch, ReusedHandleAllocatesNothingAndReadsBackOnceASweep) {
   const auto shapes = TestFixture::shapes();
   const auto mats = TestFixture::matrices(shapes);
   const int batch = int(shapes.size());
-  std::vector<typename TestFixture::Matrix> A, U, V;
-  std::vector<typename TestFixture::Values> S;
+  const auto views = TestFixture::make_views(shapes, mats);
+  const auto &A = views.A, &U = views.U, &V = views.V;
+  const auto& S = views.S;
+  const auto& info = views.info;
   std::vector<const T*> a_ptr;
   std::vector<T*> s_ptr, u_ptr, v_ptr;
   std::vector<int> lda, ldu, ldv;
   for (int b = 0; b < batch; ++b) {
-    const int m = shapes[b].rows, n = shapes[b].cols, k = std::min(m, n);
-    A.push_back(TestFixture::device_matrix(mats[b], m, n, "A"));
-    U.emplace_back("U", m, k);
-    V.emplace_back("V", n, k);
-    S.emplace_back("S", k);
+    const int m = shapes[b].rows, n = shapes[b].cols;
     // The pointer form reads each View's storage as a column-major m_b x n_b
     // matrix (for LayoutRight another matrix of that shape): any matrix does
     // for this test.
-    a_ptr.push_back(A.back().data());
-    s_ptr.push_back(S.back().data());
-    u_ptr.push_back(U.back().data());
-    v_ptr.push_back(V.back().data());
+    a_ptr.push_back(A[b].data());
+    s_ptr.push_back(S[b].data());
+    u_ptr.push_back(U[b].data());
+    v_ptr.push_back(V[b].data());
     lda.push_back(std::max(1, m));
     ldu.push_back(std::max(1, m));
     ldv.push_back(std::max(1, n));
   }
-  Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
   kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), shapes);
   ASSERT_GT(svd.plan_summary().launch_steps, 0);
   svd.compute(A, S, U, V, info);  // the first call may set up Kokkos's own buffers
@@ -424,36 +440,14 @@ TYPED_TEST(VariableBatch, ReusedHandleSolvesWhatItsViewsHoldAtEachCall) {
   std::vector<std::vector<T>> second;
   for (std::size_t b = 0; b < shapes.size(); ++b)
     second.push_back(random_matrix<T>(shapes[b].rows, shapes[b].cols, 500 + int(b)));
-  struct Set {
-    std::vector<typename TestFixture::Matrix> A, U, V;
-    std::vector<typename TestFixture::Values> S;
-    Kokkos::View<kwsvd::SvdInfo*> info;
-  };
-  const auto make_set = [&](const std::vector<std::vector<T>>& mats) {
-    Set set;
-    for (std::size_t b = 0; b < shapes.size(); ++b) {
-      const int m = shapes[b].rows, n = shapes[b].cols, k = std::min(m, n);
-      set.A.push_back(TestFixture::device_matrix(mats[b], m, n, "A"));
-      set.U.emplace_back("U", m, k);
-      set.V.emplace_back("V", n, k);
-      set.S.emplace_back("S", k);
-    }
-    set.info = Kokkos::View<kwsvd::SvdInfo*>("info", shapes.size());
-    return set;
-  };
   kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), shapes);
-  Set x = make_set(first), y = make_set(second);
-  // Outputs set to NaN first, so that a repeated call must write them again.
-  const auto solve = [&](Set& set, const std::vector<std::vector<T>>& mats, const char* what) {
-    const T nan = std::numeric_limits<T>::quiet_NaN();
-    for (std::size_t b = 0; b < shapes.size(); ++b) {
-      kwsvd::test::fill(set.S[b], nan);
-      kwsvd::test::fill(set.U[b], nan);
-      kwsvd::test::fill(set.V[b], nan);
-    }
-    svd.compute(set.A, set.S, set.U, set.V, set.info);
-    TestFixture::expect_accurate(shapes, mats,
-                                 TestFixture::results(shapes, set.S, set.U, set.V, set.info), what);
+  const auto x = TestFixture::make_views(shapes, first),
+             y = TestFixture::make_views(shapes, second);
+  const auto solve = [&](const typename TestFixture::Views& views,
+                         const std::vector<std::vector<T>>& mats, const char* what) {
+    views.clear_outputs();  // so that a repeated call must write them again
+    svd.compute(views.A, views.S, views.U, views.V, views.info);
+    TestFixture::expect_accurate(shapes, mats, TestFixture::results(shapes, views), what);
   };
   solve(x, first, "first set");
   solve(x, first, "first set again");
