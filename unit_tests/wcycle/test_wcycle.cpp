@@ -278,18 +278,29 @@ TYPED_TEST(Wcycle, RankDeficientZeroColumnsAndBadScaling) {
   EXPECT_GT(r.s[1][0], T(big));
 }
 
+// The bad entry sits in the last chunk of the working matrix's columns
+// (the load and finish work on chunks of wcycle_chunk_cols columns): every
+// chunk of that matrix must see it and write NaN, tall (NaN in column 35)
+// and wide (Inf in row 35, a column of the transposed working matrix).
 TYPED_TEST(Wcycle, NonFiniteMatrixLeavesOthersExact) {
   using T = typename TestFixture::TestScalar;
-  const int m = 60, n = 40;
-  std::vector<std::vector<T>> mats = {random_matrix<T>(m, n, 1), random_matrix<T>(m, n, 2),
-                                      random_matrix<T>(m, n, 3)};
-  mats[1][17] = std::numeric_limits<T>::quiet_NaN();
-  const auto r = this->run(mats, m, n);
-  EXPECT_EQ(r.info[1].nonfinite_input, 1);
-  EXPECT_EQ(r.info[1].converged, 0);
-  EXPECT_TRUE(std::isnan(double(r.s[1][0])));
-  this->expect_accurate({mats[0]}, m, n, {{r.s[0]}, {r.u[0]}, {r.v[0]}, {r.info[0]}}, "before");
-  this->expect_accurate({mats[2]}, m, n, {{r.s[2]}, {r.u[2]}, {r.v[2]}, {r.info[2]}}, "after");
+  for (const auto& [m, n] : {std::pair<int, int>{60, 40}, std::pair<int, int>{40, 60}}) {
+    const std::string shape = std::to_string(m) + " x " + std::to_string(n);
+    std::vector<std::vector<T>> mats = {random_matrix<T>(m, n, 1), random_matrix<T>(m, n, 2),
+                                        random_matrix<T>(m, n, 3)};
+    mats[1][m > n ? 5 + std::size_t(m) * 35 : 35 + std::size_t(m) * 5] =
+        m > n ? std::numeric_limits<T>::quiet_NaN() : std::numeric_limits<T>::infinity();
+    const auto r = this->run(mats, m, n);
+    EXPECT_EQ(r.info[1].nonfinite_input, 1) << shape;
+    EXPECT_EQ(r.info[1].converged, 0) << shape;
+    for (const auto& out : {r.s[1], r.u[1], r.v[1]})
+      for (const T x : out)
+        ASSERT_TRUE(std::isnan(double(x))) << shape;
+    this->expect_accurate({mats[0]}, m, n, {{r.s[0]}, {r.u[0]}, {r.v[0]}, {r.info[0]}},
+                          "before, " + shape);
+    this->expect_accurate({mats[2]}, m, n, {{r.s[2]}, {r.u[2]}, {r.v[2]}, {r.info[2]}},
+                          "after, " + shape);
+  }
 }
 
 // Matrices whose working matrix fits level-0 scratch, but not beside V

@@ -3,7 +3,9 @@
 // EVD (W-cycle paper §III-C, Algorithm 2): bringing a matrix in (transposed
 // when wide, scaled by a power of two, scanned for NaN/Inf), starting V = I,
 // and, after convergence, reading Sigma, U and V off the orthogonalized
-// columns (Algorithm 2's last step: U Sigma = A V).
+// columns (Algorithm 2's last step: U Sigma = A V). Each works on a chunk of
+// a matrix's columns (ColumnChunk), so that the work spreads over many teams
+// even when the batch is small.
 
 #include <cstddef>
 
@@ -14,40 +16,54 @@
 
 namespace kwsvd::Impl {
 
-/// Copies the team's matrix A (m x n) into the working matrix W (M x N,
-/// column-major, leading dimension ldw; M x N = m x n, or n x m transposed
-/// when `transpose`), scaled by 2^k so that max|w| lies in [1/2, 1): the Gram
-/// of any block pair then neither overflows nor loses normal range. Sets V =
-/// I (N x N, leading dimension ldv; null: no vectors). Returns false (W
-/// untouched beyond the copy) when A holds NaN or Inf. Collective over the
-/// team.
+/// A range of columns of one working matrix: the unit of work of the
+/// W-cycle's load and finish launches (scheduler/wcycle.hpp). A team per
+/// matrix left a small batch of large matrices on as many multiprocessors
+/// as matrices: at Fig. 8(b) double 512^2 x 10 on an H100 the load and the
+/// finish took 2.0 and 2.7 ms of a 32 ms call on 10 teams. In chunks the
+/// call takes 27.5 ms (1024^2 x 10: 146 -> 126 ms double, 86 -> 70 float;
+/// batch 100 3 to 6% faster, batch 1000 unchanged; perf_tests/notes). A
+/// matrix of one chunk is still loaded and finished by one team in one pass.
+struct ColumnChunk {
+  int matrix = 0;
+  int col = 0, cols = 0;     ///< columns [col, col + cols) of the working matrix
+  int first = 0, count = 0;  ///< the matrix's chunks: the first one's index, how many
+  std::size_t norms = 0;     ///< offset of the matrix's N column norms
+};
+
+/// Copies columns [c0, c0 + cols) of the working matrix W (M x N,
+/// column-major, leading dimension ldw; W = A, or A^T when `transpose`) from
+/// A and returns their largest magnitude (NaN or Inf counts as +Inf: the
+/// matrix is finite exactly when the maximum over its chunks is). Collective
+/// over the team.
 template <class Member, class Scalar>
-KOKKOS_INLINE_FUNCTION bool wcycle_load_team(const Member& member,
-                                             const StridedMatrix<const Scalar>& A, bool transpose,
-                                             Scalar* W, std::size_t ldw, Scalar* V, std::size_t ldv,
-                                             Scalar& scale_out) {
-  const int m = A.rows, n = A.cols;
-  const int M = transpose ? n : m, N = transpose ? m : n;
-  const Scalar amax = copy_with_max_magnitude(
-      member, M, N, [&](const int r, const int c) { return transpose ? A(c, r) : A(r, c); }, W,
-      ldw);
-  if (V != nullptr) {
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N),
-                           [&](const int r) { V[r + ldv * c] = r == c ? Scalar(1) : Scalar(0); });
-    });
-  }
-  if (!(amax < scalar_limits<Scalar>::infinity()))
-    return false;
-  const Scalar scale = power_of_two_scale(amax);
-  member.team_barrier();
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
+KOKKOS_INLINE_FUNCTION Scalar wcycle_load_columns(const Member& member,
+                                                  const StridedMatrix<const Scalar>& A,
+                                                  bool transpose, Scalar* W, std::size_t ldw,
+                                                  int c0, int cols) {
+  const int M = transpose ? A.cols : A.rows;
+  return copy_with_max_magnitude(
+      member, M, cols,
+      [&](const int r, const int c) { return transpose ? A(c0 + c, r) : A(r, c0 + c); },
+      W + ldw * std::size_t(c0), ldw);
+}
+
+/// Scales columns [c0, c0 + cols) of W (M rows) by `scale`, the power of two
+/// that puts the matrix's largest magnitude in [1/2, 1) (power_of_two_scale:
+/// the Gram of any block pair then neither overflows nor loses normal
+/// range), and sets the same columns of V (N x N, leading dimension ldv;
+/// null: no vectors) to those of I. Collective over the team.
+template <class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void wcycle_scale_columns(const Member& member, Scalar* W, std::size_t ldw,
+                                                 int M, int c0, int cols, Scalar scale, Scalar* V,
+                                                 std::size_t ldv, int N) {
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, c0, c0 + cols), [&](const int c) {
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M),
                          [&](const int r) { W[r + ldw * c] *= scale; });
+    if (V != nullptr)
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N),
+                           [&](const int r) { V[r + ldv * c] = r == c ? Scalar(1) : Scalar(0); });
   });
-  scale_out = scale;
-  member.team_barrier();
-  return true;
 }
 
 /// Scratch of wcycle_whole_matrix_team: the level-0 kernel's, without V.
@@ -103,43 +119,56 @@ KOKKOS_INLINE_FUNCTION int wcycle_whole_matrix_team(const Member& member, Scalar
   return sweeps;
 }
 
-/// Sigma, U and V of the team's matrix from its converged W = U Sigma (M x
-/// N) and V: sigma_c = ||w_c|| (unscaled), columns in descending order of
-/// sigma (ties by index), u_c = w_c / sigma_c, and a zero column for sigma_c
-/// = 0 (no NaN). When the input was transposed, the roles of U and V swap.
-/// `nonfinite` writes NaN everywhere instead. Collective over the team;
-/// `norms` is N scalars of scratch.
+/// norms[c] = ||w_c|| for the columns c0 <= c < c0 + cols of the converged
+/// W (M rows). Collective over the team.
 template <class Member, class Scalar>
-KOKKOS_INLINE_FUNCTION void wcycle_finish_team(const Member& member, const Scalar* W,
-                                               std::size_t ldw, const Scalar* V, std::size_t ldv,
-                                               int M, int N, Scalar scale, bool transpose,
-                                               bool nonfinite, Scalar* norms, Scalar* S,
-                                               std::ptrdiff_t s_stride,
-                                               const StridedMatrix<Scalar>& U_out,
-                                               const StridedMatrix<Scalar>& V_out, bool vectors) {
-  // Outputs for A (m x n): U_out m x k, V_out n x k, k = min(m, n) = N.
-  if (nonfinite) {
-    poison_values(member, S, N, s_stride);
-    if (vectors) {
-      poison_matrix(member, U_out);
-      poison_matrix(member, V_out);
-    }
-    return;
-  }
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
+KOKKOS_INLINE_FUNCTION void wcycle_column_norms(const Member& member, const Scalar* W,
+                                                std::size_t ldw, int M, int c0, int cols,
+                                                Scalar* norms) {
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, c0, c0 + cols), [&](const int c) {
     Scalar ss = 0;
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(member, M),
         [&](const int r, Scalar& acc) { acc += W[r + ldw * c] * W[r + ldw * c]; }, ss);
     Kokkos::single(Kokkos::PerThread(member), [&]() { norms[c] = kmath::sqrt(ss); });
   });
-  member.team_barrier();
+}
+
+/// Sigma, U and V for the columns c0 <= c < c0 + cols of the team's
+/// converged W = U Sigma (M x N) and V, given all N column norms (`norms`,
+/// scaled; wcycle_column_norms): sigma = ||w_c|| (unscaled), columns in
+/// descending order of sigma (ties by index), u = w_c / sigma, and a zero
+/// column for sigma = 0 (no NaN). When the input was transposed, the roles
+/// of U and V swap. `nonfinite` writes NaN into these columns' outputs
+/// instead. Collective over the team.
+template <class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void wcycle_finish_columns(
+    const Member& member, const Scalar* W, std::size_t ldw, const Scalar* V, std::size_t ldv, int M,
+    int N, int c0, int cols, const Scalar* norms, Scalar scale, bool transpose, bool nonfinite,
+    Scalar* S, std::ptrdiff_t s_stride, const StridedMatrix<Scalar>& U_out,
+    const StridedMatrix<Scalar>& V_out, bool vectors) {
+  // Outputs for A (m x n): U_out m x k, V_out n x k, k = min(m, n) = N.
+  if (nonfinite) {
+    const Scalar nan = quiet_nan<Scalar>();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, c0, c0 + cols), [&](const int c) {
+      Kokkos::single(Kokkos::PerThread(member), [&]() { S[c * s_stride] = nan; });
+      if (!vectors)
+        return;
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, U_out.rows),
+                           [&](const int r) { U_out(r, c) = nan; });
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, V_out.rows),
+                           [&](const int r) { V_out(r, c) = nan; });
+    });
+    return;
+  }
   const Scalar unscale = Scalar(1) / scale;
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, c0, c0 + cols), [&](const int c) {
     const Scalar sc = norms[c];
     int rank = 0;
-    for (int l = 0; l < N; ++l)
-      rank += (norms[l] > sc || (norms[l] == sc && l < c)) ? 1 : 0;
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(member, N),
+        [&](const int l, int& acc) { acc += (norms[l] > sc || (norms[l] == sc && l < c)) ? 1 : 0; },
+        rank);
     Kokkos::single(Kokkos::PerThread(member), [&]() { S[rank * s_stride] = sc * unscale; });
     if (!vectors)
       return;
@@ -152,7 +181,6 @@ KOKKOS_INLINE_FUNCTION void wcycle_finish_team(const Member& member, const Scala
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N),
                          [&](const int r) { right(r, rank) = V[r + ldv * c]; });
   });
-  member.team_barrier();
 }
 
 }  // namespace kwsvd::Impl

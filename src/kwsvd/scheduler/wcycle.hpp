@@ -178,6 +178,13 @@ TailoringPlan plan_wcycle_level(
   return plan;
 }
 
+/// Columns of a working matrix per team of the load and finish launches
+/// (ColumnChunk, kernels/wcycle_team.hpp): enough teams to spread a small
+/// batch of large matrices over the device (10 matrices of 512^2: 320
+/// teams), few enough that a team's fixed costs stay small against its
+/// columns.
+constexpr int wcycle_chunk_cols = 16;
+
 /// Where one working matrix lives in the solver's buffers.
 struct WorkGeometry {
   std::size_t w_offset = 0, v_offset = 0;  ///< W: M x N, V: N x N, column-major
@@ -332,6 +339,7 @@ class WcycleLevelSolver {
     W_ = Vec<Scalar>("kwsvd::W", std::max<std::size_t>(w_size, 1));
     V_ = Vec<Scalar>("kwsvd::V", vectors_ ? std::max<std::size_t>(v_size, 1) : 1);
     geometry_ = copy_to_device<memory_space>(geometry, "kwsvd::geometry");
+    plan_chunks(geometry);
     scale_ = Vec<Scalar>("kwsvd::scale", batch_);
     state_ = Vec<int>("kwsvd::state", 4 * std::size_t(batch_));
     double sweep_work = 0;  // sum of M N^2, what a sweep's work grows with
@@ -376,24 +384,60 @@ class WcycleLevelSolver {
     using Member = typename Policy::member_type;
     int lanes = std::min(8, vector_length_max<ExecSpace>());
 
-    // 1. Load (transpose, scale, NaN scan), V = I, state reset.
-    Kokkos::parallel_for(
-        "kwsvd::wcycle_load", Policy(exec, batch_, Kokkos::AUTO, lanes),
-        KOKKOS_LAMBDA(const Member& member) {
-          const int b = member.league_rank();
-          const WorkGeometry g = geometry[b];
-          Scalar s = 1;
-          const bool finite = wcycle_load_team(
-              member, slots(b).a, g.transpose != 0, W + g.w_offset, std::size_t(g.rows),
-              Vw != nullptr ? Vw + g.v_offset : nullptr, std::size_t(g.cols), s);
-          Kokkos::single(Kokkos::PerTeam(member), [&]() {
-            scale[b] = s;
-            nonfinite[b] = finite ? 0 : 1;
-            mask[b] = finite ? 0 : 1;
-            rotated[b] = 0;
-            sweeps[b] = 0;
-          });
+    // 1. Load (transpose, NaN scan), then scale and V = I, state reset: a
+    // team per chunk of columns (ColumnChunk), the scale from the largest
+    // magnitude over the matrix's chunks (the same scale as over the whole
+    // matrix: the maximum is exact).
+    const ColumnChunk* chunks = chunks_.data();
+    const int nchunks = int(chunks_.extent(0));
+    Scalar* chunk_max = chunk_max_.data();
+    // A chunk's scaling and V = I, given its matrix's largest magnitude; the
+    // matrix's first chunk resets its state.
+    const auto scale_chunk = KOKKOS_LAMBDA(const Member& member, const ColumnChunk& ch,
+                                           const WorkGeometry& g, const Scalar amax) {
+      const int b = ch.matrix;
+      const bool finite = amax < scalar_limits<Scalar>::infinity();
+      const Scalar s = finite ? power_of_two_scale(amax) : Scalar(1);
+      wcycle_scale_columns(member, W + g.w_offset, std::size_t(g.rows), g.rows, ch.col, ch.cols, s,
+                           Vw != nullptr ? Vw + g.v_offset : nullptr, std::size_t(g.cols), g.cols);
+      if (ch.col == 0)
+        Kokkos::single(Kokkos::PerTeam(member), [&]() {
+          scale[b] = s;
+          nonfinite[b] = finite ? 0 : 1;
+          mask[b] = finite ? 0 : 1;
+          rotated[b] = 0;
+          sweeps[b] = 0;
         });
+    };
+    Kokkos::parallel_for(
+        "kwsvd::wcycle_load", Policy(exec, nchunks, Kokkos::AUTO, lanes),
+        KOKKOS_LAMBDA(const Member& member) {
+          const int t = member.league_rank();
+          const ColumnChunk ch = chunks[t];
+          const WorkGeometry g = geometry[ch.matrix];
+          const Scalar amax =
+              wcycle_load_columns(member, slots(ch.matrix).a, g.transpose != 0, W + g.w_offset,
+                                  std::size_t(g.rows), ch.col, ch.cols);
+          if (ch.count > 1) {
+            Kokkos::single(Kokkos::PerTeam(member), [&]() { chunk_max[t] = amax; });
+            return;
+          }
+          // The whole matrix is this team's: scaled here, no second pass.
+          member.team_barrier();
+          scale_chunk(member, ch, g, amax);
+        });
+    if (multi_chunk_)
+      Kokkos::parallel_for(
+          "kwsvd::wcycle_scale", Policy(exec, nchunks, Kokkos::AUTO, lanes),
+          KOKKOS_LAMBDA(const Member& member) {
+            const ColumnChunk ch = chunks[member.league_rank()];
+            if (ch.count == 1)
+              return;  // done by the load
+            Scalar amax = 0;
+            for (int k = ch.first; k < ch.first + ch.count; ++k)
+              amax = chunk_max[k] > amax ? chunk_max[k] : amax;
+            scale_chunk(member, ch, geometry[ch.matrix], amax);
+          });
 
     // 2. Sweeps of block rotations, every level's steps in their order;
     // the parts' launches interleaved step by step, on streams of their own
@@ -465,25 +509,54 @@ class WcycleLevelSolver {
           });
     }
 
-    // 3. Sigma, U, V and info.
+    // 3. Sigma, U, V and info, a team per chunk of columns as the load: the
+    // column norms first, then each column's rank among its matrix's norms
+    // and its outputs.
+    Scalar* norms = norms_.data();
+    if (multi_chunk_)
+      Kokkos::parallel_for(
+          "kwsvd::wcycle_norms", Policy(exec, nchunks, Kokkos::AUTO, lanes),
+          KOKKOS_LAMBDA(const Member& member) {
+            const ColumnChunk ch = chunks[member.league_rank()];
+            if (ch.count == 1 || nonfinite[ch.matrix] != 0)
+              return;  // a one-chunk matrix's norms are the finish's
+            const WorkGeometry g = geometry[ch.matrix];
+            wcycle_column_norms(member, W + g.w_offset, std::size_t(g.rows), g.rows, ch.col,
+                                ch.cols, norms + ch.norms);
+          });
     using ScratchVector = TeamScratch<ExecSpace, Scalar>;
-    Policy finish(exec, batch_, Kokkos::AUTO, lanes);
+    Policy finish(exec, nchunks, Kokkos::AUTO, lanes);
     finish.set_scratch_size(0, Kokkos::PerTeam(int(ScratchVector::shmem_size(max_cols_))));
     Kokkos::parallel_for(
         "kwsvd::wcycle_finish", finish, KOKKOS_LAMBDA(const Member& member) {
-          const int b = member.league_rank();
+          const ColumnChunk ch = chunks[member.league_rank()];
+          const int b = ch.matrix;
           const WorkGeometry g = geometry[b];
           const MatrixSlot<Scalar> slot = slots(b);
-          ScratchVector norms(member.team_scratch(0), g.cols);
-          wcycle_finish_team(member, W + g.w_offset, std::size_t(g.rows),
-                             Vw != nullptr ? Vw + g.v_offset : nullptr, std::size_t(g.cols), g.rows,
-                             g.cols, scale[b], g.transpose != 0, nonfinite[b] != 0, norms.data(),
-                             slot.s, slot.s_stride, slot.u, slot.v, vectors);
-          Kokkos::single(Kokkos::PerTeam(member), [&]() {
-            slot.info->sweeps = sweeps[b];
-            slot.info->nonfinite_input = nonfinite[b];
-            slot.info->converged = nonfinite[b] == 0 && mask[b] == 1 ? 1 : 0;
-          });
+          const bool bad = nonfinite[b] != 0;
+          // Every column's rank reads all the matrix's norms: from scratch
+          // (a one-chunk matrix computes its own there).
+          ScratchVector own(member.team_scratch(0), g.cols);
+          if (!bad) {
+            if (ch.count == 1)
+              wcycle_column_norms(member, W + g.w_offset, std::size_t(g.rows), g.rows, 0, g.cols,
+                                  own.data());
+            else
+              Kokkos::parallel_for(Kokkos::TeamVectorRange(member, g.cols),
+                                   [&](const int c) { own(c) = norms[ch.norms + std::size_t(c)]; });
+            member.team_barrier();
+          }
+          wcycle_finish_columns(member, W + g.w_offset, std::size_t(g.rows),
+                                Vw != nullptr ? Vw + g.v_offset : nullptr, std::size_t(g.cols),
+                                g.rows, g.cols, ch.col, ch.cols, own.data(), scale[b],
+                                g.transpose != 0, bad, slot.s, slot.s_stride, slot.u, slot.v,
+                                vectors);
+          if (ch.col == 0)
+            Kokkos::single(Kokkos::PerTeam(member), [&]() {
+              slot.info->sweeps = sweeps[b];
+              slot.info->nonfinite_input = nonfinite[b];
+              slot.info->converged = nonfinite[b] == 0 && mask[b] == 1 ? 1 : 0;
+            });
         });
   }
 
@@ -771,6 +844,28 @@ class WcycleLevelSolver {
     whole_.shapes = copy_to_device<memory_space>(shapes, "kwsvd::whole_shapes");
   }
 
+  /// The column chunks of the load and finish launches (ColumnChunk): each
+  /// matrix's columns in runs of wcycle_chunk_cols, and the buffers of the
+  /// chunks' maxima and the matrices' column norms.
+  void plan_chunks(const std::vector<WorkGeometry>& geometry) {
+    std::vector<ColumnChunk> chunks;
+    std::size_t norms = 0;
+    for (int b = 0; b < batch_; ++b) {
+      const int cols = geometry[std::size_t(b)].cols;
+      const int first = int(chunks.size());
+      const int count = (cols + wcycle_chunk_cols - 1) / wcycle_chunk_cols;
+      for (int k = 0; k < count; ++k) {
+        const int col = k * wcycle_chunk_cols;
+        chunks.push_back({b, col, std::min(wcycle_chunk_cols, cols - col), first, count, norms});
+      }
+      norms += std::size_t(cols);
+      multi_chunk_ = multi_chunk_ || count > 1;
+    }
+    chunks_ = copy_to_device<memory_space>(chunks, "kwsvd::column_chunks");
+    chunk_max_ = Vec<Scalar>("kwsvd::chunk_max", std::max<std::size_t>(chunks.size(), 1));
+    norms_ = Vec<Scalar>("kwsvd::column_norms", std::max<std::size_t>(norms, 1));
+  }
+
   /// One launch of the matrices swept whole (WcycleWholeMatrixFunctor), if any.
   void run_whole(const ExecSpace& exec, Scalar* V, int* mask, int* sweeps) const {
     const int count = int(whole_.matrices.extent(0));
@@ -813,6 +908,9 @@ class WcycleLevelSolver {
   WholePlan whole_;
   Vec<Scalar> W_, V_, scale_;
   Vec<WorkGeometry> geometry_;
+  Vec<ColumnChunk> chunks_;        // the load's and finish's teams (plan_chunks)
+  bool multi_chunk_ = false;       // some matrix has more than one chunk
+  Vec<Scalar> chunk_max_, norms_;  // per chunk: largest magnitude; per column: norm
   Vec<int> state_;
   std::vector<Part> parts_;
   std::vector<ExecSpace> streams_;  // the parts' streams, on backends that have them
