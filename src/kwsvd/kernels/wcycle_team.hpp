@@ -76,7 +76,7 @@ struct WholeMatrixScratch {
 
 /// One-sided Jacobi sweeps (the level-0 kernel's, one_sided_jacobi_sweeps)
 /// on a whole working matrix W (M x N in memory, leading dimension ldw, as
-/// wcycle_load_team left it) copied into scratch, its rotations applied to V
+/// the W-cycle's load left it) copied into scratch, its rotations applied to V
 /// in memory (N x N, leading dimension N; null: no vectors), W written back:
 /// a matrix whose columns fit level-0 scratch but not beside V, which the
 /// W-cycle would otherwise split into column blocks. V's rotations go
