@@ -139,8 +139,8 @@ KOKKOS_INLINE_FUNCTION void wcycle_column_norms(const Member& member, const Scal
 /// scaled; wcycle_column_norms): sigma = ||w_c|| (unscaled), columns in
 /// descending order of sigma (ties by index), u = w_c / sigma, and a zero
 /// column for sigma = 0 (no NaN). When the input was transposed, the roles
-/// of U and V swap. `nonfinite` writes NaN into these columns' outputs
-/// instead. Collective over the team.
+/// of U and V swap. `nonfinite` writes NaN into all of the matrix's outputs
+/// instead (from its chunk with c0 = 0). Collective over the team.
 template <class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void wcycle_finish_columns(
     const Member& member, const Scalar* W, std::size_t ldw, const Scalar* V, std::size_t ldv, int M,
@@ -148,17 +148,14 @@ KOKKOS_INLINE_FUNCTION void wcycle_finish_columns(
     Scalar* S, std::ptrdiff_t s_stride, const StridedMatrix<Scalar>& U_out,
     const StridedMatrix<Scalar>& V_out, bool vectors) {
   // Outputs for A (m x n): U_out m x k, V_out n x k, k = min(m, n) = N.
-  if (nonfinite) {
-    const Scalar nan = quiet_nan<Scalar>();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, c0, c0 + cols), [&](const int c) {
-      Kokkos::single(Kokkos::PerThread(member), [&]() { S[c * s_stride] = nan; });
-      if (!vectors)
-        return;
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, U_out.rows),
-                           [&](const int r) { U_out(r, c) = nan; });
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, V_out.rows),
-                           [&](const int r) { V_out(r, c) = nan; });
-    });
+  if (nonfinite) {  // the matrix's first chunk poisons all of its outputs (a rare path)
+    if (c0 == 0) {
+      poison_values(member, S, N, s_stride);
+      if (vectors) {
+        poison_matrix(member, U_out);
+        poison_matrix(member, V_out);
+      }
+    }
     return;
   }
   const Scalar unscale = Scalar(1) / scale;

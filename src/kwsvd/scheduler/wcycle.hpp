@@ -391,6 +391,7 @@ class WcycleLevelSolver {
     const ColumnChunk* chunks = chunks_.data();
     const int nchunks = int(chunks_.extent(0));
     Scalar* chunk_max = chunk_max_.data();
+    const bool multi_chunk = nchunks > batch_;  // some matrix has more than one chunk
     // A chunk's scaling and V = I, given its matrix's largest magnitude; the
     // matrix's first chunk resets its state.
     const auto scale_chunk = KOKKOS_LAMBDA(const Member& member, const ColumnChunk& ch,
@@ -426,7 +427,7 @@ class WcycleLevelSolver {
           member.team_barrier();
           scale_chunk(member, ch, g, amax);
         });
-    if (multi_chunk_)
+    if (multi_chunk)
       Kokkos::parallel_for(
           "kwsvd::wcycle_scale", Policy(exec, nchunks, Kokkos::AUTO, lanes),
           KOKKOS_LAMBDA(const Member& member) {
@@ -513,7 +514,7 @@ class WcycleLevelSolver {
     // column norms first, then each column's rank among its matrix's norms
     // and its outputs.
     Scalar* norms = norms_.data();
-    if (multi_chunk_)
+    if (multi_chunk)
       Kokkos::parallel_for(
           "kwsvd::wcycle_norms", Policy(exec, nchunks, Kokkos::AUTO, lanes),
           KOKKOS_LAMBDA(const Member& member) {
@@ -859,7 +860,6 @@ class WcycleLevelSolver {
         chunks.push_back({b, col, std::min(wcycle_chunk_cols, cols - col), first, count, norms});
       }
       norms += std::size_t(cols);
-      multi_chunk_ = multi_chunk_ || count > 1;
     }
     chunks_ = copy_to_device<memory_space>(chunks, "kwsvd::column_chunks");
     chunk_max_ = Vec<Scalar>("kwsvd::chunk_max", std::max<std::size_t>(chunks.size(), 1));
@@ -909,7 +909,6 @@ class WcycleLevelSolver {
   Vec<Scalar> W_, V_, scale_;
   Vec<WorkGeometry> geometry_;
   Vec<ColumnChunk> chunks_;        // the load's and finish's teams (plan_chunks)
-  bool multi_chunk_ = false;       // some matrix has more than one chunk
   Vec<Scalar> chunk_max_, norms_;  // per chunk: largest magnitude; per column: norm
   Vec<int> state_;
   std::vector<Part> parts_;
