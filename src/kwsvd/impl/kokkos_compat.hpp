@@ -52,6 +52,18 @@ KOKKOS_INLINE_FUNCTION Scalar reciprocal_sqrt(Scalar x) {
 #endif
 }
 
+// a * b + c with one rounding (Kokkos::fma from Kokkos 4.0; before that the
+// host backends' std::fma, the only backends this project builds on Kokkos 3).
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION Scalar fused_multiply_add(Scalar a, Scalar b, Scalar c) {
+#if KOKKOS_VERSION >= 40000
+  return Kokkos::fma(a, b, c);
+#else
+  using std::fma;
+  return fma(a, b, c);
+#endif
+}
+
 // A quiet NaN usable in device code (Kokkos' numeric traits gained quiet_NaN
 // in 3.6; before that std::numeric_limits, fine on the host backends).
 template <class Scalar>

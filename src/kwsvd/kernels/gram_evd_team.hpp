@@ -703,9 +703,10 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
         const Scalar dii = bii, djj = bjj, dij = bij;
         Scalar c = 1, s = 0;
         if (needs_rotation(dii, djj, dij)) {
-          const Scalar t = jacobi_tangent(dii, djj, dij);
-          c = rotation_cosine(t);
-          s = t * c;
+          const JacobiRotation<Scalar> rot = jacobi_rotation(dii, djj, dij);
+          const Scalar t = rot.t;
+          c = rot.c;
+          s = rot.s;
           bii = dii - t * dij;
           bjj = djj + t * dij;
           bij = 0;
