@@ -471,7 +471,8 @@ TEST(SmallSvdPlan, JacobiTangentIsBoundedAndSafe) {
 }
 
 // The division-free rotation against its definition: an orthogonal rotation
-// (c^2 + s^2 = 1 to 3 u) that makes the two columns orthogonal, t = s / c, |t| <= 1,
+// (c^2 + s^2 = 1 to 3 u) that makes the two columns orthogonal, t = s / c,
+// |t| <= 1 to rounding,
 // the same rotation as jacobi_tangent and rotation_cosine to a few units of
 // rounding, over squared norms and inner products across the scaled range
 // and the fallback below it.

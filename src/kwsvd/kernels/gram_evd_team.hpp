@@ -686,8 +686,9 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
       int* const flag = ws.rotated + parity;
       const GramEvdScratch<Scalar> now = defer_j ? ws.step_buffers(g, ne) : ws;
       // (a) The step's rotations, one pair per team lane, so that a single
-      //     warp pays for the square roots and divisions (§II-D: the 2 x 2
-      //     symmetric eigenproblem; the tangent is the one-sided kernel's).
+      //     warp pays for the square roots (§II-D: the 2 x 2 symmetric
+      //     eigenproblem; the rotation is the one-sided kernel's,
+      //     jacobi_rotation).
       //     The same thread diagonalizes the pair's own block, which no
       //     other block reads: the update of eq. (6) (b_ii - t b_ij,
       //     b_jj + t b_ij) avoids cancellation.
