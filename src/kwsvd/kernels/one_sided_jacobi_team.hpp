@@ -120,6 +120,14 @@ KOKKOS_INLINE_FUNCTION JacobiRotation<Scalar> jacobi_rotation(Scalar d_i, Scalar
   return {fused_multiply_add(-half_e, c, c), fused_multiply_add(-half_e, s, s), t};
 }
 
+/// Whether column l (norm or squared norm x_l) comes before column c (x_c)
+/// in the outputs: descending, ties by index. The level-0 kernel and the
+/// W-cycle's finish rank their columns by it, so both order alike.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION bool sorts_before(Scalar x_l, int l, Scalar x_c, int c) {
+  return x_l > x_c || (x_l == x_c && l < c);
+}
+
 /// sum + p with the rounding error of the addition carried in `lost`
 /// (Knuth's TwoSum: sum + lost is exact up to the lost term's own rounding).
 template <class Scalar>
@@ -701,7 +709,7 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
   auto rank_of = [&](const int c) {
     int rank = 0;
     for (int l = 0; l < N; ++l)
-      rank += (d[l] > d[c] || (d[l] == d[c] && l < c)) ? 1 : 0;
+      rank += sorts_before(d[l], l, d[c], c) ? 1 : 0;
     return rank;
   };
   Kokkos::parallel_for(Kokkos::TeamVectorRange(member, N), [&](const int c) {

@@ -164,8 +164,7 @@ KOKKOS_INLINE_FUNCTION void wcycle_finish_columns(
     int rank = 0;
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(member, N),
-        [&](const int l, int& acc) { acc += (norms[l] > sc || (norms[l] == sc && l < c)) ? 1 : 0; },
-        rank);
+        [&](const int l, int& acc) { acc += sorts_before(norms[l], l, sc, c) ? 1 : 0; }, rank);
     Kokkos::single(Kokkos::PerThread(member), [&]() { S[rank * s_stride] = sc * unscale; });
     if (!vectors)
       return;
