@@ -511,6 +511,19 @@ TEST(TailoredGemmPlan, CandidatesFollowTableTwoAndTheEnginePicksByThreshold) {
   EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, hundred, 92682).w, 32);
   EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, hundred, 92682).delta, 128);
   EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, hundred, 200000).w, 16);  // TLP too far below
+  // Below the threshold with few blocks, the widest plan where the caller
+  // allows it (float: 4 blocks of 32 at 128 columns, 10 matrices), not
+  // with more blocks (8 of 32 at 256 columns) nor where it does not
+  // (double's 0); the most parallel plan of w >= 16 otherwise.
+  EXPECT_EQ(kwsvd::wcycle_fallback_widest_max_blocks(4), 4);
+  EXPECT_EQ(kwsvd::wcycle_fallback_widest_max_blocks(8), 0);
+  const std::vector<kwsvd::MatrixShape> ten128(10, {128, 128}), ten256(10, {256, 256});
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, ten128, 1e18, 4).w, 32);
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, ten128, 1e18, 4).delta, 128);
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, ten128, 1e18, 0).w, 16);
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, ten128, 1e18).w, 16);
+  const auto c256 = kwsvd::tailoring_candidates(256, 32);
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(c256, ten256, 1e18, 4).w, 16);
   const std::vector<kwsvd::MatrixShape> ten(10, {1024, 1024});
   const auto c1024 = kwsvd::tailoring_candidates(1024, 32);
   EXPECT_EQ(kwsvd::choose_wcycle_plan(c1024, ten, 92682).w, 24);

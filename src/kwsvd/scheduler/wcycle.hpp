@@ -172,7 +172,8 @@ TailoringPlan plan_wcycle_level(
                      : TailoringPlan{std::min(half, std::max(w_max, 2)), max_rows, 256};
   }
   TailoringPlan plan = choose_wcycle_plan(
-      candidates, shapes, active_tuning_parameters(runs_off_host<ExecSpace>()).tlp_threshold);
+      candidates, shapes, active_tuning_parameters(runs_off_host<ExecSpace>()).tlp_threshold,
+      wcycle_fallback_widest_max_blocks(int(sizeof(Scalar))));
   if (width == 0)
     plan.w = balanced_wcycle_width(plan.w, shapes);
   return plan;

@@ -88,18 +88,22 @@ TailoringPlan choose_tailoring_plan(const std::vector<TailoringPlan>& candidates
 }
 
 TailoringPlan choose_wcycle_plan(const std::vector<TailoringPlan>& candidates,
-                                 const std::vector<MatrixShape>& shapes, double tlp_threshold) {
+                                 const std::vector<MatrixShape>& shapes, double tlp_threshold,
+                                 int fallback_widest_max_blocks) {
   const TailoringPlan engine = choose_tailoring_plan(candidates, shapes, tlp_threshold);
+  const TailoringPlan& widest = candidates.front();
+  int max_cols = 0;
+  for (const auto& s : shapes)
+    max_cols = std::max(max_cols, s.cols);
+  const int widest_blocks = (max_cols + widest.w - 1) / widest.w;
   if (tailoring_tlp(engine, shapes) >= tlp_threshold) {
-    const TailoringPlan& widest = candidates.front();
     if (widest.w <= engine.w ||
         tailoring_tlp(widest, shapes) < wcycle_widest_tlp_share * tlp_threshold)
       return engine;
-    int max_cols = 0;
-    for (const auto& s : shapes)
-      max_cols = std::max(max_cols, s.cols);
-    return (max_cols + widest.w - 1) / widest.w <= wcycle_widest_max_blocks ? widest : engine;
+    return widest_blocks <= wcycle_widest_max_blocks ? widest : engine;
   }
+  if (widest_blocks <= fallback_widest_max_blocks)
+    return widest;
   for (auto p = candidates.rbegin(); p != candidates.rend(); ++p)
     if (p->w >= wcycle_fallback_min_w)
       return *p;

@@ -96,8 +96,29 @@ constexpr double wcycle_widest_tlp_share = 0.4;
 /// / 2.70 (double's 2w = 64 EVD keeps J in registers, slower per pair);
 /// 256^2 and 512^2 at batch 10 already reached w = 16
 /// (perf_tests/notes/wcycle.md).
+///
+/// Except for few blocks where the wide EVD's steps cost about what the
+/// narrow one's do (`fallback_widest_max_blocks` > 0; the scheduler passes
+/// wcycle_fallback_widest_max_blocks): the widest candidate is taken when it
+/// cuts the widest matrix into at most that many blocks. Such a call is a
+/// chain of Jacobi steps, (N / w - 1) outer steps of 2w - 1 inner ones, which
+/// fall with w once w passes sqrt(N / 2): at 128 columns 3 x 63 = 189 at
+/// w = 32 against 7 x 31 = 217 at w = 16. Float's 64 x 64 EVD (J in scratch,
+/// 256 threads) takes about the time of the 32 x 32 one a step: H100, Fig.
+/// 8(b) float 128^2 x 10, w = 32 2.269 ms against w = 16 2.490 (-8.9%; the
+/// H200 above: -6.3%), 256^2 x 10 (8 blocks) 6.032 against 6.085. Double's
+/// widest EVD that keeps J in scratch (2w = 48, 192 threads) is slower a
+/// step: 128^2 x 10 at w = 24 (6 blocks of 22) 4.167 ms against 3.322.
 TailoringPlan choose_wcycle_plan(const std::vector<TailoringPlan>& candidates,
-                                 const std::vector<MatrixShape>& shapes, double tlp_threshold);
+                                 const std::vector<MatrixShape>& shapes, double tlp_threshold,
+                                 int fallback_widest_max_blocks = 0);
+
+/// The W-cycle's fallback_widest_max_blocks (choose_wcycle_plan) for a
+/// scalar of `scalar_bytes`: 4 blocks (3 outer steps a sweep) in float, none
+/// in double.
+constexpr int wcycle_fallback_widest_max_blocks(int scalar_bytes) {
+  return scalar_bytes <= 4 ? 4 : 0;
+}
 
 /// Built-in parameters: for GPUs the threshold calibrated on an NVIDIA H200
 /// (and used for the H100, the same SM count class); for host backends a
