@@ -71,7 +71,7 @@ constexpr int wcycle_fallback_min_w = 16;
 constexpr int wcycle_widest_max_blocks = 8;
 constexpr double wcycle_widest_tlp_share = 0.4;
 
-/// The W-cycle's engine: choose_tailoring_plan, with two exceptions.
+/// The W-cycle's engine: choose_tailoring_plan, with these exceptions.
 ///
 /// Few blocks: the engine weighs the GEMMs' parallelism only, but a sweep of
 /// few blocks is a few steps of few pairs, where halving the pairs (w = 32
