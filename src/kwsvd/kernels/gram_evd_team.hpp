@@ -804,11 +804,14 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
     const bool stays = ctl.zero_columns_stay;
     if (stays && dc == Scalar(0))
       return c;
+    // The outputs' rule (sorts_before, ties by index); ascending is
+    // descending on -d.
+    const bool descending = ctl.order == EigenOrder::descending;
     int rank = 0;
     for (int l = 0; l < n; ++l) {
       const Scalar dl = B[l + ldb * l];
-      const bool before = ctl.order == EigenOrder::descending ? dl > dc : dl < dc;
-      rank += (before || (dl == dc && l < c)) && !(stays && dl == Scalar(0)) ? 1 : 0;
+      const bool before = descending ? sorts_before(dl, l, dc, c) : sorts_before(-dl, l, -dc, c);
+      rank += before && !(stays && dl == Scalar(0)) ? 1 : 0;
     }
     if (!stays)
       return rank;

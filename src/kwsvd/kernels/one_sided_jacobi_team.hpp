@@ -121,8 +121,9 @@ KOKKOS_INLINE_FUNCTION JacobiRotation<Scalar> jacobi_rotation(Scalar d_i, Scalar
 }
 
 /// Whether column l (norm or squared norm x_l) comes before column c (x_c)
-/// in the outputs: descending, ties by index. The level-0 kernel and the
-/// W-cycle's finish rank their columns by it, so both order alike.
+/// in the outputs: descending, ties by index. The level-0 kernel, the
+/// W-cycle's finish and the Gram EVD's eigenvalues rank by it, so all order
+/// alike.
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION bool sorts_before(Scalar x_l, int l, Scalar x_c, int c) {
   return x_l > x_c || (x_l == x_c && l < c);
