@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <set>
@@ -276,6 +277,38 @@ TYPED_TEST(Wcycle, RankDeficientZeroColumnsAndBadScaling) {
   EXPECT_LT(r.s[0][n - 1], 100 * this->unit_roundoff() * r.s[0][0]);
   // The badly scaled matrix's large singular values to high relative accuracy.
   EXPECT_GT(r.s[1][0], T(big));
+}
+
+// Rank-deficient matrices: U diag(sigma) V^T of rank n / 4, and a geometric
+// spectrum down to 1e-30 (half of it below u ||A||). Their null space comes
+// out of the sweeps as columns near u ||A||, which the Gram EVD and the pair
+// SVD rotate like any other (relative to their own length): the sweeps
+// converge and U is orthonormal, null space included. (A threshold that left
+// such columns alone as numerically zero made the 128 x 128 case of rank 32
+// run out of sweeps with U far from orthonormal, e2 ~ 5e14 u.)
+TYPED_TEST(Wcycle, RankDeficientMatricesConvergeWithOrthonormalVectors) {
+  using T = typename TestFixture::TestScalar;
+  const double kappa = sizeof(T) == 8 ? 1e30 : 1e15;
+  for (const bool pair_svd : {false, true}) {
+    const int n = pair_svd ? 80 : 128;
+    kwsvd::SvdOptions options = TestFixture::block_rotations();
+    options.block_scratch_bytes = 32768;
+    options.pair_svd = pair_svd;
+    kwsvd::BatchedSvd<Exec, T> svd(Exec(), 2, n, n, options);
+    if (pair_svd) {
+      EXPECT_GT(svd.plan_summary().pair_svds, 0);
+    } else {
+      EXPECT_EQ(svd.plan_summary().pair_svds, 0);
+    }
+    std::vector<double> low_rank(std::size_t(n), 0.0);
+    for (int k = 0; k < n / 4; ++k)
+      low_rank[std::size_t(k)] = std::pow(100.0, -double(k) / (n / 4));
+    const std::vector<std::vector<T>> mats = {
+        kwsvd::test::matrix_with_spectrum<T>(n, n, low_rank, 3),
+        kwsvd::test::matrix_with_spectrum<T>(n, n, kwsvd::test::spectrum("geo", n, kappa, 4), 4)};
+    this->expect_accurate(mats, n, n, this->run(mats, n, n, options),
+                          pair_svd ? "rank-deficient, pair svd" : "rank-deficient, gram evd");
+  }
 }
 
 // The bad entry sits in the last chunk of the working matrix's columns
@@ -754,6 +787,28 @@ TEST(WcycleLarge, BatchesPastTwoToTheThirtyOneEntries) {
     GTEST_SKIP() << "needs about 45 GB of device memory; set KWSVD_TEST_LARGE=1 to run it";
   check_large_batch<Kokkos::LayoutRight>(2100000, 32, 32, true);
   check_large_batch<Kokkos::LayoutLeft>(32800, 256, 256, false);
+}
+
+// Graded spectra down to 1e-15 at 1024^2 take more sweeps than any other
+// case measured (about 35 in the blocks, where LAPACK's dgesvj, sequential
+// and pivoted, takes 25 to 29): they must converge within the default
+// SvdOptions::max_sweeps. Their sweeps are printed for the notes.
+TEST(WcycleLarge, GradedSpectraConvergeWithinTheDefaultSweeps) {
+  if (std::getenv("KWSVD_TEST_LARGE") == nullptr)
+    GTEST_SKIP() << "minutes on a host backend; set KWSVD_TEST_LARGE=1 to run it";
+  const int n = 1024;
+  std::vector<std::vector<double>> mats;
+  for (const std::string name : {"geo", "logrand"})
+    mats.push_back(kwsvd::test::matrix_with_spectrum<double>(
+        n, n, kwsvd::test::spectrum(name, n, 1e15, 11), 11));
+  const auto r = kwsvd::test::run_svd_batch<double, Kokkos::LayoutLeft>(
+      mats, n, n,
+      [&](const auto& A, const auto& S, const auto& U, const auto& V, const auto& info) {
+        kwsvd::batched_svd(Exec(), A, S, U, V, info);
+      });
+  for (const auto& info : r.info)
+    std::printf("graded 1024^2, kappa 1e15: %d sweeps\n", info.sweeps);
+  kwsvd::test::expect_accurate(mats, n, n, r, "graded 1024^2");
 }
 
 }  // namespace

@@ -594,21 +594,23 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
   // noise for any symmetric matrix, which keeps indefinite inputs (whose
   // diagonal may tend to 0) from rotating forever.
   // Gram inputs (positive_semidefinite) drop that floor, which would hide
-  // the coupling of columns far smaller than the largest, and instead leave
-  // alone the columns that are numerically zero next to the block's largest:
-  // b_jj below (n' u)^2 max|b|. Their direction is rounding noise of the
-  // block update that produced them, so no rotation could make them
-  // orthogonal relative to their own length (rank-deficient inputs).
+  // the coupling of columns far smaller than the largest, and leave alone
+  // only exactly zero columns (a narrow block's missing ones). A column tiny
+  // next to the block's largest is still rotated: B's entries are products
+  // of its columns, each to a relative u, so its cosines are as accurate as
+  // any column's. A rank-deficient matrix's null space is such columns
+  // (singular values near u ||A||); a "numerically zero" threshold would
+  // fall inside that cluster, rotate its columns in some blocks and not in
+  // others, and the sweeps would not converge (perf_tests/notes/wcycle.md,
+  // "Rank-deficient matrices").
   const Scalar floor =
       ctl.positive_semidefinite ? Scalar(0) : scalar_limits<Scalar>::epsilon / 2 * amax * scale;
   const bool psd = ctl.positive_semidefinite;
-  const Scalar zero_column = Scalar(ne) * Scalar(ne) * scalar_limits<Scalar>::epsilon *
-                             scalar_limits<Scalar>::epsilon / 4 * amax * scale;
   const Scalar tiny = scalar_limits<Scalar>::min_normal;
   const auto needs_rotation = [&](const Scalar bii, const Scalar bjj, const Scalar bij) {
     const Scalar abs_b = kmath::fabs(bij);
     const Scalar didj = kmath::fabs(bii * bjj);
-    return abs_b > floor && (!psd || (bii > zero_column && bjj > zero_column)) &&
+    return abs_b > floor && (!psd || (bii > Scalar(0) && bjj > Scalar(0))) &&
            (didj > tiny
                 ? abs_b * abs_b > ctl.tol * ctl.tol * didj
                 : abs_b > ctl.tol * kmath::sqrt(kmath::fabs(bii)) * kmath::sqrt(kmath::fabs(bjj)));
