@@ -264,6 +264,7 @@ TYPED_TEST(Wcycle, RankDeficientZeroColumnsAndBadScaling) {
   for (std::size_t b = 0; b < 2; ++b) {
     const auto e = svd_errors(b == 0 ? a : scaled, m, n, r.s[b], r.u[b], r.v[b]);
     EXPECT_LT(e.e1, 30 * this->unit_roundoff()) << b;
+    EXPECT_LT(e.e2, 30 * this->unit_roundoff()) << b;
     EXPECT_LT(e.e3, 30 * this->unit_roundoff()) << b;
     EXPECT_EQ(r.info[b].converged, 1) << b;
     for (std::size_t l = 0; l < r.s[b].size(); ++l) {
@@ -308,6 +309,34 @@ TYPED_TEST(Wcycle, RankDeficientMatricesConvergeWithOrthonormalVectors) {
         kwsvd::test::matrix_with_spectrum<T>(n, n, kwsvd::test::spectrum("geo", n, kappa, 4), 4)};
     this->expect_accurate(mats, n, n, this->run(mats, n, n, options),
                           pair_svd ? "rank-deficient, pair svd" : "rank-deficient, gram evd");
+  }
+}
+
+// Exactly zero singular values: a zero matrix, a single nonzero entry, and
+// rank 1 (a column times 1 .. 7, so repeated columns leave exact zeros and,
+// in float, columns whose squared norms underflow), tall and wide (U is
+// then the working matrix's right side). U stays orthonormal, as LAPACK
+// keeps it: the finish completes the left vectors of zero values
+// (wcycle_complete_null_columns) instead of leaving them zero.
+TYPED_TEST(Wcycle, ExactlyZeroValuesGetAnOrthonormalCompletionOfU) {
+  using T = typename TestFixture::TestScalar;
+  struct Shape {
+    int m, n;
+  };
+  for (const Shape s : {Shape{60, 40}, Shape{40, 90}, Shape{128, 128}}) {
+    const auto [m, n] = s;
+    std::vector<T> zero(std::size_t(m) * n, T(0)), one_entry = zero, rank_one = zero;
+    one_entry[std::size_t(m) * (n / 2) + 7] = T(3);
+    const auto c = random_matrix<T>(m, 1, 17);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i)
+        rank_one[i + std::size_t(m) * j] = c[std::size_t(i)] * T(1 + j % 7);
+    const std::vector<std::vector<T>> mats = {zero, one_entry, rank_one};
+    const auto r = this->run(mats, m, n);
+    this->expect_accurate(mats, m, n, r, "exactly rank-deficient");
+    EXPECT_EQ(r.s[0][0], T(0));
+    EXPECT_EQ(r.s[1][0], T(3));
+    EXPECT_EQ(r.s[1][1], T(0));
   }
 }
 

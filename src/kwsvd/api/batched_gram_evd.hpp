@@ -202,9 +202,11 @@ void launch_gram_evd(
 /// the pairs that rotate). The hooks' memory must be reachable from `exec`.
 /// zero_columns_stay: columns whose eigenvalue is exactly zero keep their
 /// place, and options.order applies to the others (the W-cycle's pairs,
-/// whose narrow blocks' missing columns are zero in B). recursive_pairs:
-/// steps in the recursive ordering instead of the circle method
-/// (GramEvdControl::recursive_pairs).
+/// whose narrow blocks' missing columns are zero in B); also, B being the
+/// Gram of a working matrix scaled to entries below 1, diagonal entries
+/// below negligible_squared_norm are numerically zero columns, left alone.
+/// recursive_pairs: steps in the recursive ordering instead of the circle
+/// method (GramEvdControl::recursive_pairs).
 template <class ExecSpace, class BView, class LambdaView, class JView, class InfoView, class Hooks>
 void batched_gram_evd_hooked(const ExecSpace& exec, const BView& B, const LambdaView& lambda,
                              const JView& J, const InfoView& info, const EvdOptions& options,
@@ -284,13 +286,15 @@ void batched_gram_evd_hooked(const ExecSpace& exec, const BView& B, const Lambda
       options.team_threads > 0
           ? options.team_threads
           : Impl::gram_evd_team_threads(int(n), long(batch), int(sizeof(Scalar)), in_registers);
-  Impl::GramEvdControl<Scalar> control{tol,
-                                       options.max_sweeps,
-                                       options.sweeps,
-                                       options.order,
-                                       options.positive_semidefinite,
-                                       zero_columns_stay,
-                                       recursive_pairs};
+  Impl::GramEvdControl<Scalar> control{
+      tol,
+      options.max_sweeps,
+      options.sweeps,
+      options.order,
+      options.positive_semidefinite,
+      zero_columns_stay,
+      zero_columns_stay ? Impl::negligible_squared_norm<Scalar>() : Scalar(0),
+      recursive_pairs};
   if constexpr (Impl::hooks_bound_small_rotations<Hooks>::value) {
     control.small_off2 = hooks.small_off2;
     control.small_sin2 = hooks.small_sin2;

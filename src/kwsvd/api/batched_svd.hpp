@@ -72,8 +72,8 @@ class BatchedSvd {
   /// A(b) = U(b) diag(S(b)) V(b)^T for every b. A: (batch, m, n), S: (batch,
   /// k), U: (batch, m, k), V: (batch, n, k), k = min(m, n), info: (batch) of
   /// kwsvd::SvdInfo; any layouts, memory the execution space can reach. A is
-  /// left unchanged. Singular values descending, U and V orthonormal (a zero
-  /// singular value gets a zero U column, never NaN).
+  /// left unchanged. Singular values descending, U and V orthonormal (the U
+  /// columns of zero singular values complete U's orthonormal set).
   template <class AView, class SView, class UView, class VView, class InfoView>
   void compute(const AView& A, const SView& S, const UView& U, const VView& V,
                const InfoView& info) {

@@ -215,6 +215,11 @@ struct GramEvdControl {
   // applies to the others only (the W-cycle's pairs: a narrow block's
   // missing columns, zero in B, are never rotated and must stay missing).
   bool zero_columns_stay = false;
+  // positive_semidefinite: diagonal entries at most this (before the
+  // kernel's scaling) are left alone, as zero columns; 0 leaves only exact
+  // zeros. The W-cycle's pairs, Grams of its scaled working matrix, pass
+  // negligible_squared_norm (numerically zero columns).
+  Scalar negligible_diagonal = 0;
   // The steps' pairs: the circle method (round_robin_pair), or the
   // recursive ordering (recursive_pair: cross pairs of the two halves
   // first), which the W-cycle's pair Grams [A_i A_j]^T [A_i A_j] use. Only J
@@ -595,22 +600,25 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
   // diagonal may tend to 0) from rotating forever.
   // Gram inputs (positive_semidefinite) drop that floor, which would hide
   // the coupling of columns far smaller than the largest, and leave alone
-  // only exactly zero columns (a narrow block's missing ones). A column tiny
-  // next to the block's largest is still rotated: B's entries are products
-  // of its columns, each to a relative u, so its cosines are as accurate as
-  // any column's. A rank-deficient matrix's null space is such columns
-  // (singular values near u ||A||); a "numerically zero" threshold would
-  // fall inside that cluster, rotate its columns in some blocks and not in
+  // only zero columns: exact zeros, or in the W-cycle those numerically zero
+  // in its working matrix (GramEvdControl::negligible_diagonal; a narrow
+  // block's missing ones among them). A column tiny next to the block's
+  // largest is still rotated: B's entries are products of its columns, each
+  // to a relative u, so its cosines are as accurate as any column's. A
+  // rank-deficient matrix's null space is such columns (singular values near
+  // u ||A||); a threshold relative to the block's largest column would fall
+  // inside that cluster, rotate its columns in some blocks and not in
   // others, and the sweeps would not converge (perf_tests/notes/wcycle.md,
   // "Rank-deficient matrices").
   const Scalar floor =
       ctl.positive_semidefinite ? Scalar(0) : scalar_limits<Scalar>::epsilon / 2 * amax * scale;
   const bool psd = ctl.positive_semidefinite;
+  const Scalar zero_column = ctl.negligible_diagonal * scale;
   const Scalar tiny = scalar_limits<Scalar>::min_normal;
   const auto needs_rotation = [&](const Scalar bii, const Scalar bjj, const Scalar bij) {
     const Scalar abs_b = kmath::fabs(bij);
     const Scalar didj = kmath::fabs(bii * bjj);
-    return abs_b > floor && (!psd || (bii > Scalar(0) && bjj > Scalar(0))) &&
+    return abs_b > floor && (!psd || (bii > zero_column && bjj > zero_column)) &&
            (didj > tiny
                 ? abs_b * abs_b > ctl.tol * ctl.tol * didj
                 : abs_b > ctl.tol * kmath::sqrt(kmath::fabs(bii)) * kmath::sqrt(kmath::fabs(bjj)));

@@ -48,10 +48,10 @@ std::size_t pair_svd_scratch_bytes(int rows, int w) {
 /// alongside (fewer when one rotates nothing), and stores X back. X, J (2w x
 /// 2w, leading dimension 2w, columns corrected to unit norm), d
 /// (pair_svd_d_scalars) and flags are scratch; J is left there for the
-/// caller. Only exactly zero columns (a narrow block's missing ones, or
-/// columns whose squared norms underflow) are left alone, as the Gram EVD
-/// leaves them: tiny columns, a rank-deficient matrix's null space among
-/// them, are orthogonalized relative to their own length.
+/// caller. Only numerically zero columns (negligible_squared_norm: a narrow
+/// block's missing ones among them) are left alone, as the Gram EVD leaves
+/// them: tiny columns, a rank-deficient matrix's null space among them, are
+/// orthogonalized relative to their own length.
 /// Returns whether any column pair was rotated. Collective; one team thread
 /// per column pair (w) and 1 << log2 vector lanes.
 template <class Member, class Scalar>
@@ -69,9 +69,9 @@ KOKKOS_INLINE_FUNCTION bool pair_svd_team(const Member& member, const BlockPairT
       std::size_t(n));
   member.team_barrier();
   bool converged = false;
-  const int done =
-      one_sided_jacobi_sweeps<0>(member, X, std::size_t(t.rows), t.rows, n, J, std::size_t(n), log2,
-                                 d, flags, tol, /*zero_column=*/Scalar(0), sweeps, converged);
+  const int done = one_sided_jacobi_sweeps<0>(member, X, std::size_t(t.rows), t.rows, n, J,
+                                              std::size_t(n), log2, d, flags, tol,
+                                              negligible_squared_norm<Scalar>(), sweeps, converged);
   // one_sided_jacobi_sweeps ends every step with a barrier: X and J are
   // final. J's columns to unit norm (unit_norm_correction), as the Gram
   // EVD's, and X's by the same factors: X = [A_i A_j] J holds for the

@@ -109,8 +109,8 @@ KOKKOS_INLINE_FUNCTION int wcycle_whole_matrix_team(const Member& member, Scalar
   // V (leading dimension N) has W's row blocks only when they end at N.
   const bool v_padded = RowsPerLane > 0 && (RowsPerLane << log2) <= N;
   const int sweeps = one_sided_jacobi_sweeps<RowsPerLane>(
-      member, ws.W, lds, M, N, V, std::size_t(N), log2, ws.norm2, ws.rotated, tol, Scalar(-1),
-      max_sweeps, converged, v_padded);
+      member, ws.W, lds, M, N, V, std::size_t(N), log2, ws.norm2, ws.rotated, tol,
+      negligible_squared_norm<Scalar>(), max_sweeps, converged, v_padded);
   // The sweeps end with a barrier.
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M),
@@ -120,7 +120,8 @@ KOKKOS_INLINE_FUNCTION int wcycle_whole_matrix_team(const Member& member, Scalar
 }
 
 /// norms[c] = ||w_c|| for the columns c0 <= c < c0 + cols of the converged
-/// W (M rows). Collective over the team.
+/// W (M rows), 0 for a numerically zero column (resolved_squared_norm).
+/// Collective over the team.
 template <class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void wcycle_column_norms(const Member& member, const Scalar* W,
                                                 std::size_t ldw, int M, int c0, int cols,
@@ -130,7 +131,8 @@ KOKKOS_INLINE_FUNCTION void wcycle_column_norms(const Member& member, const Scal
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(member, M),
         [&](const int r, Scalar& acc) { acc += W[r + ldw * c] * W[r + ldw * c]; }, ss);
-    Kokkos::single(Kokkos::PerThread(member), [&]() { norms[c] = kmath::sqrt(ss); });
+    Kokkos::single(Kokkos::PerThread(member),
+                   [&]() { norms[c] = kmath::sqrt(resolved_squared_norm(ss)); });
   });
 }
 
@@ -138,7 +140,8 @@ KOKKOS_INLINE_FUNCTION void wcycle_column_norms(const Member& member, const Scal
 /// converged W = U Sigma (M x N) and V, given all N column norms (`norms`,
 /// scaled; wcycle_column_norms): sigma = ||w_c|| (unscaled), columns in
 /// descending order of sigma (ties by index), u = w_c / sigma, and a zero
-/// column for sigma = 0 (no NaN). When the input was transposed, the roles
+/// column for sigma = 0 (no NaN; wcycle_complete_null_columns then completes
+/// those columns). When the input was transposed, the roles
 /// of U and V swap. `nonfinite` writes NaN into all of the matrix's outputs
 /// instead (from its chunk with c0 = 0). Collective over the team.
 template <class Member, class Scalar>
@@ -177,6 +180,89 @@ KOKKOS_INLINE_FUNCTION void wcycle_finish_columns(
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N),
                          [&](const int r) { right(r, rank) = V[r + ldv * c]; });
   });
+}
+
+/// use(i, sum of term(i, j) over j < n) for i in [0, count): i over the
+/// team's threads, each sum over the thread's vector lanes, use by one lane.
+template <class Scalar, class Member, class Term, class Use>
+KOKKOS_INLINE_FUNCTION void for_each_lane_sum(const Member& member, int count, int n,
+                                              const Term& term, const Use& use) {
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, count), [&](const int i) {
+    Scalar sum = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(member, n), [&](const int j, Scalar& acc) { acc += term(i, j); },
+        sum);
+    Kokkos::single(Kokkos::PerThread(member), [&]() { use(i, sum); });
+  });
+}
+
+/// Makes the last columns of `left` (M x N, M >= N: the working matrix's
+/// left singular vectors in output order), from rank r0 on, whose singular
+/// values are zero (exactly, or numerically: resolved_squared_norm) and which
+/// wcycle_finish_columns left zero, an orthonormal completion of the columns
+/// before them, as the level-0 kernel does (one_sided_jacobi_team): for each
+/// in turn, the unit vector e_r of the row r least covered by the columns so
+/// far (the largest distance from their span), made orthogonal to them by
+/// two passes of classical Gram-Schmidt and normalized. So U stays
+/// orthonormal for a rank-deficient matrix (a zero or repeated column, a zero
+/// matrix), as LAPACK's gesvd keeps it. `work`: M + N scalars of device memory (the
+/// finished working matrix's). Collective over the team; each column costs
+/// O(M N) work and a few barriers, spent only on matrices with such values.
+template <class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void wcycle_complete_null_columns(const Member& member,
+                                                         const StridedMatrix<Scalar>& left, int M,
+                                                         int N, int r0, Scalar* work) {
+  Scalar* const dots = work;       // N: the new column against the ones before it
+  Scalar* const cover = work + N;  // M: each row's squared norm over the columns so far
+  for_each_lane_sum<Scalar>(
+      member, M, r0, [&](const int r, const int l) { return left(r, l) * left(r, l); },
+      [&](const int r, const Scalar sum) { cover[r] = sum; });
+  member.team_barrier();
+  for (int c = r0; c < N; ++c) {
+    // Least-covered row (a minimum, which the lanes' copies cannot change).
+    using Least = Kokkos::MinLoc<Scalar, int>;
+    typename Least::value_type least;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(member, M),
+        [&](const int r, typename Least::value_type& acc) {
+          if (cover[r] < acc.val) {
+            acc.val = cover[r];
+            acc.loc = r;
+          }
+        },
+        Least(least));
+    const int row = least.loc;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, M), [&](const int r) {
+      Kokkos::single(Kokkos::PerThread(member),
+                     [&]() { left(r, c) = r == row ? Scalar(1) : Scalar(0); });
+    });
+    member.team_barrier();
+    for (int pass = 0; pass < 2; ++pass) {
+      for_each_lane_sum<Scalar>(
+          member, c, M, [&](const int l, const int r) { return left(r, l) * left(r, c); },
+          [&](const int l, const Scalar dot) { dots[l] = dot; });
+      member.team_barrier();
+      for_each_lane_sum<Scalar>(
+          member, M, c, [&](const int r, const int l) { return dots[l] * left(r, l); },
+          [&](const int r, const Scalar projection) { left(r, c) -= projection; });
+      member.team_barrier();
+    }
+    // The squared norm by one thread's lanes (a sum: a team-range reduction
+    // would see each vector lane's copy), through dots[0].
+    for_each_lane_sum<Scalar>(
+        member, 1, M, [&](const int, const int r) { return left(r, c) * left(r, c); },
+        [&](const int, const Scalar norm2) { dots[0] = norm2; });
+    member.team_barrier();
+    const Scalar inv = Scalar(1) / kmath::sqrt(dots[0]);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, M), [&](const int r) {
+      Kokkos::single(Kokkos::PerThread(member), [&]() {
+        const Scalar x = left(r, c) * inv;
+        left(r, c) = x;
+        cover[r] += x * x;
+      });
+    });
+    member.team_barrier();
+  }
 }
 
 }  // namespace kwsvd::Impl

@@ -560,6 +560,36 @@ class WcycleLevelSolver {
               slot.info->converged = nonfinite[b] == 0 && mask[b] == 1 ? 1 : 0;
             });
         });
+
+    // 4. The left vectors of zero singular values (exact, or numerically
+    // zero: resolved_squared_norm), which the finish left zero, completed to
+    // an orthonormal set (wcycle_complete_null_columns) by a team per matrix
+    // whose last (smallest) value is zero; the others return at once. The
+    // finished working matrix is the team's workspace.
+    if (vectors)
+      Kokkos::parallel_for(
+          "kwsvd::wcycle_complete_null_columns", Policy(exec, batch_, Kokkos::AUTO, lanes),
+          KOKKOS_LAMBDA(const Member& member) {
+            const int b = member.league_rank();
+            const WorkGeometry g = geometry[b];
+            if (nonfinite[b] != 0 || g.cols == 0)
+              return;
+            const MatrixSlot<Scalar> slot = slots(b);
+            int r0 = g.cols;  // the first zero value
+            while (r0 > 0 && slot.s[(r0 - 1) * slot.s_stride] == Scalar(0))
+              --r0;
+            if (r0 == g.cols)
+              return;
+            const StridedMatrix<Scalar> left = g.transpose != 0 ? slot.v : slot.u;
+            if (g.cols == 1) {  // no column to be orthogonal to (and W has no room)
+              Kokkos::parallel_for(Kokkos::TeamThreadRange(member, g.rows), [&](const int r) {
+                Kokkos::single(Kokkos::PerThread(member),
+                               [&]() { left(r, 0) = r == 0 ? Scalar(1) : Scalar(0); });
+              });
+              return;
+            }
+            wcycle_complete_null_columns(member, left, g.rows, g.cols, r0, W + g.w_offset);
+          });
   }
 
   /// One launch step: the pairs of one step of one level's ordering, over
