@@ -580,15 +580,8 @@ class WcycleLevelSolver {
               --r0;
             if (r0 == g.cols)
               return;
-            const StridedMatrix<Scalar> left = g.transpose != 0 ? slot.v : slot.u;
-            if (g.cols == 1) {  // no column to be orthogonal to (and W has no room)
-              Kokkos::parallel_for(Kokkos::TeamThreadRange(member, g.rows), [&](const int r) {
-                Kokkos::single(Kokkos::PerThread(member),
-                               [&]() { left(r, 0) = r == 0 ? Scalar(1) : Scalar(0); });
-              });
-              return;
-            }
-            wcycle_complete_null_columns(member, left, g.rows, g.cols, r0, W + g.w_offset);
+            wcycle_complete_null_columns(member, g.transpose != 0 ? slot.v : slot.u, g.rows, g.cols,
+                                         r0, W + g.w_offset);
           });
   }
 
