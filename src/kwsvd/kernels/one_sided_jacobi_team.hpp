@@ -755,7 +755,10 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
     // Columns with sigma = 0 (exact rank deficiency) get an orthonormal
     // completion: e_r for the row r least covered by the columns kept so far,
     // made orthogonal to them by two Gram-Schmidt passes. Rare, so done by one
-    // thread rather than complicating the common path.
+    // thread rather than complicating the common path. Not the W-cycle's
+    // wcycle_complete_null_columns: compiled into this kernel, that one cost
+    // float's level-0 throughput 5 to 10% at batches of 1000 and 10000 on an
+    // H100 (perf_tests/notes/wcycle.md, "one completion for both finishes").
     Kokkos::single(Kokkos::PerTeam(member), [&]() {
       for (int c = 0; c < N; ++c) {
         if (d[c] > Scalar(0))
