@@ -320,6 +320,12 @@ TYPED_TEST(SmallSvd, RejectsBadArgumentsNamingThem) {
   opt.job = kwsvd::Job::values;
   w = error_of([&] { kwsvd::batched_small_svd(Exec(), v.A, v.S, v.U, v.V, v.info, opt); });
   EXPECT_TRUE(has(w, "options.job")) << w;
+  // Outputs on the input's storage (6 x 4: U has A's extents).
+  w = error_of([&] { kwsvd::batched_small_svd(Exec(), v.A, v.S, v.A, v.V, v.info); });
+  EXPECT_TRUE(has(w, "argument 'U' shares storage with 'A'")) << w;
+  Kokkos::View<T**, Layout, Kokkos::MemoryTraits<Kokkos::Unmanaged>> S_in_V(v.V.data(), 3, 4);
+  w = error_of([&] { kwsvd::batched_small_svd(Exec(), v.A, S_in_V, v.U, v.V, v.info); });
+  EXPECT_TRUE(has(w, "argument 'V' shares storage with 'S'")) << w;
 }
 
 TYPED_TEST(SmallSvd, FitsQueryMatchesWhatTheCallAccepts) {

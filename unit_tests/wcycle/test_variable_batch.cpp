@@ -487,6 +487,105 @@ TYPED_TEST(VariableBatch, NonFiniteMatrixLeavesOthersExact) {
   TestFixture::expect_accurate(rest_shapes, rest, rest_r, "others");
 }
 
+// Outputs that share storage with an input or another output are refused,
+// naming both, within a matrix and across matrices; outputs stacked as row
+// blocks of one LayoutLeft array (their columns interleave, no entry is
+// shared) are accepted and solved by the same handle afterwards.
+TYPED_TEST(VariableBatch, SharedStorageIsRefusedAndStackedOutputsAccepted) {
+  using T = typename TestFixture::Scalar;
+  using M = typename TestFixture::Matrix;
+  using Vals = typename TestFixture::Values;
+  const std::vector<MatrixShape> shapes = {{12, 9}, {12, 9}, {130, 70}, {0, 4}, {40, 33}};
+  const auto mats = TestFixture::matrices(shapes);
+  kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), shapes);
+  const auto v = TestFixture::make_views(shapes, mats);
+  const auto refused = [&](const typename TestFixture::Views& x, const char* one,
+                           const char* other) {
+    const std::string w = error_of([&] { svd.compute(x.A, x.S, x.U, x.V, x.info); });
+    EXPECT_NE(w.find("shares storage"), std::string::npos) << w;
+    EXPECT_NE(w.find(std::string("'") + one + "'"), std::string::npos) << w;
+    EXPECT_NE(w.find(std::string("'") + other + "'"), std::string::npos) << w;
+  };
+  auto bad = v;
+  bad.U[1] = v.U[0];
+  refused(bad, "U[1]", "U[0]");
+  bad = v;
+  bad.V[2] = M(const_cast<T*>(v.A[2].data()), 70, 70);
+  refused(bad, "V[2]", "A[2]");
+  bad = v;
+  bad.S[4] = Vals(const_cast<T*>(v.A[0].data()), 33);
+  refused(bad, "S[4]", "A[0]");
+  // The pointer-array form: U[0] on A[0].
+  std::vector<const T*> a_ptr;
+  std::vector<T*> s_ptr, u_ptr, v_ptr;
+  std::vector<int> lda, ldv;
+  for (std::size_t b = 0; b < shapes.size(); ++b) {
+    a_ptr.push_back(v.A[b].data());
+    s_ptr.push_back(v.S[b].data());
+    u_ptr.push_back(v.U[b].data());
+    v_ptr.push_back(v.V[b].data());
+    lda.push_back(std::max(1, shapes[b].rows));
+    ldv.push_back(std::max(1, shapes[b].cols));
+  }
+  u_ptr[0] = const_cast<T*>(v.A[0].data());
+  const std::string w = error_of([&] {
+    svd.compute(a_ptr.data(), lda.data(), s_ptr.data(), u_ptr.data(), lda.data(), v_ptr.data(),
+                ldv.data(), v.info.data());
+  });
+  EXPECT_NE(w.find("argument 'U[0]' shares storage with 'A[0]'"), std::string::npos) << w;
+
+  // S, U and V of every matrix as row blocks of three LayoutLeft arrays.
+  using Stacked = Kokkos::View<T**, Kokkos::LayoutStride>;
+  using Stacked1 = Kokkos::View<T*, Kokkos::LayoutStride>;
+  int rows_u = 0, rows_v = 0, count_s = 0;
+  for (const auto& s : shapes) {
+    rows_u += s.rows;
+    rows_v += s.cols;
+    count_s += std::min(s.rows, s.cols);
+  }
+  Kokkos::View<T**, Kokkos::LayoutLeft> U_all("U_all", rows_u, 70), V_all("V_all", rows_v, 70);
+  Kokkos::View<T*> S_all("S_all", count_s);
+  std::vector<Stacked> U, V;
+  std::vector<Stacked1> S;
+  std::vector<int> u0, v0, s0;
+  for (const auto& s : shapes) {
+    const int k = std::min(s.rows, s.cols);
+    u0.push_back(u0.empty() ? 0 : u0.back() + shapes[u0.size() - 1].rows);
+    v0.push_back(v0.empty() ? 0 : v0.back() + shapes[v0.size() - 1].cols);
+    s0.push_back(s0.empty() ? 0
+                            : s0.back() +
+                                  std::min(shapes[s0.size() - 1].rows, shapes[s0.size() - 1].cols));
+    U.push_back(Kokkos::subview(U_all, std::pair<int, int>(u0.back(), u0.back() + s.rows),
+                                std::pair<int, int>(0, k)));
+    V.push_back(Kokkos::subview(V_all, std::pair<int, int>(v0.back(), v0.back() + s.cols),
+                                std::pair<int, int>(0, k)));
+    S.push_back(Kokkos::subview(S_all, std::pair<int, int>(s0.back(), s0.back() + k)));
+  }
+  svd.compute(v.A, S, U, V, v.info);
+  auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U_all);
+  auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), V_all);
+  auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S_all);
+  auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v.info);
+  kwsvd::test::BatchResult<T> r;
+  for (std::size_t b = 0; b < shapes.size(); ++b) {
+    const int m = shapes[b].rows, n = shapes[b].cols, k = std::min(m, n);
+    std::vector<T> sb(std::size_t(k), T(0)), ub(std::size_t(m) * k, T(0)),
+        vb(std::size_t(n) * k, T(0));
+    for (int l = 0; l < k; ++l) {
+      sb[std::size_t(l)] = hs(s0[b] + l);
+      for (int i = 0; i < m; ++i)
+        ub[i + std::size_t(m) * l] = hu(u0[b] + i, l);
+      for (int j = 0; j < n; ++j)
+        vb[j + std::size_t(n) * l] = hv(v0[b] + j, l);
+    }
+    r.s.push_back(sb);
+    r.u.push_back(ub);
+    r.v.push_back(vb);
+    r.info.push_back(hi(b));
+  }
+  TestFixture::expect_accurate(shapes, mats, r, "stacked outputs");
+}
+
 TYPED_TEST(VariableBatch, ErrorsNameTheArgumentAndTheExpectedShape) {
   using T = typename TestFixture::Scalar;
   using M = typename TestFixture::Matrix;

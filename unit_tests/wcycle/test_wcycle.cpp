@@ -587,6 +587,87 @@ TYPED_TEST(Wcycle, ReusedHandleAllocatesNothingAndReadsBackOnceASweep) {
   }
 }
 
+// Outputs that share storage with A or with each other would be written
+// while other teams still read them: refused, naming both arguments. The
+// check is exact for records of one spacing, so one buffer holding each
+// matrix's A, U, V and S side by side (a record per matrix) is accepted, and
+// the call then writes exactly the entries it was given, at level 0 and by
+// block rotations.
+TYPED_TEST(Wcycle, SharedStorageIsRefusedAndSideBySideRecordsAccepted) {
+  using T = typename TestFixture::TestScalar;
+  using L = typename TestFixture::TestLayout;
+  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+  const int batch = 3, m = 50, n = 36, k = 36;
+  Kokkos::View<T***, L> A("A", batch, m, n), U("U", batch, m, k), V("V", batch, n, k);
+  Kokkos::View<T**, L> S("S", batch, k);
+  Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+  const auto expect_refused = [](const std::string& what, const char* output, const char* other) {
+    EXPECT_NE(what.find(std::string("'") + output + "' shares storage with '" + other + "'"),
+              std::string::npos)
+        << what;
+  };
+  expect_refused(error_of([&] { kwsvd::batched_svd(Exec(), A, S, A, V, info); }), "U", "A");
+  const auto U_top = Kokkos::subview(U, Kokkos::ALL, std::pair<int, int>(0, n), Kokkos::ALL);
+  expect_refused(error_of([&] { kwsvd::batched_svd(Exec(), A, S, U, U_top, info); }), "V", "U");
+  Kokkos::View<T**, L, Unmanaged> S_in_U(U.data(), batch, k);
+  expect_refused(error_of([&] { kwsvd::batched_svd(Exec(), A, S_in_U, U, V, info); }), "U", "S");
+  Kokkos::View<T**, L, Unmanaged> S_in_A(A.data(), batch, k);
+  expect_refused(error_of([&] { kwsvd::batched_svd(Exec(), A, S_in_A, info); }), "S", "A");
+
+  // Records [A(b) | U(b) | V(b) | S(b) | 3 spare entries] in one column-major
+  // buffer through the raw-pointer form; every entry outside A, S, U, V
+  // keeps its sentinel and A is left unchanged.
+  const int lda = m + 1, ldu = m, ldv = n + 2;
+  const long long a_size = (long long)lda * n, u_size = (long long)ldu * k,
+                  v_size = (long long)ldv * k, record = a_size + u_size + v_size + k + 3;
+  std::vector<std::vector<T>> mats;
+  for (int b = 0; b < batch; ++b)
+    mats.push_back(random_matrix<T>(m, n, 31u + b));
+  const T sentinel = T(7.25);
+  Kokkos::View<T*> buffer("records", std::size_t(batch * record));
+  auto initial = Kokkos::create_mirror_view(buffer);
+  for (long long x = 0; x < batch * record; ++x)
+    initial(x) = sentinel;
+  for (int b = 0; b < batch; ++b)
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i)
+        initial(b * record + i + (long long)lda * j) = mats[std::size_t(b)][i + std::size_t(m) * j];
+  for (bool level0 : {true, false}) {
+    kwsvd::SvdOptions options;
+    options.level0 = level0;
+    const auto ref = this->run(mats, m, n, options);
+    Kokkos::deep_copy(buffer, initial);
+    T* base = buffer.data();
+    kwsvd::batched_svd(Exec(), batch, m, n, base, lda, record, base + a_size + u_size + v_size,
+                       record, base + a_size, ldu, record, base + a_size + u_size, ldv, record,
+                       info.data(), options);
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), buffer);
+    std::vector<char> written(std::size_t(batch * record), 0);
+    for (int b = 0; b < batch; ++b) {
+      const long long r = b * record;
+      for (int l = 0; l < k; ++l) {
+        const long long s_at = r + a_size + u_size + v_size + l;
+        EXPECT_EQ(h(s_at), ref.s[std::size_t(b)][std::size_t(l)]) << b << " " << l;
+        written[std::size_t(s_at)] = 1;
+        for (int i = 0; i < m; ++i) {
+          const long long u_at = r + a_size + i + (long long)ldu * l;
+          ASSERT_EQ(h(u_at), ref.u[std::size_t(b)][i + std::size_t(m) * l]) << b << " " << i;
+          written[std::size_t(u_at)] = 1;
+        }
+        for (int i = 0; i < n; ++i) {
+          const long long v_at = r + a_size + u_size + i + (long long)ldv * l;
+          ASSERT_EQ(h(v_at), ref.v[std::size_t(b)][i + std::size_t(n) * l]) << b << " " << i;
+          written[std::size_t(v_at)] = 1;
+        }
+      }
+    }
+    long long changed = 0;
+    for (long long x = 0; x < batch * record; ++x)
+      changed += !written[std::size_t(x)] && !(h(x) == initial(x));
+    EXPECT_EQ(changed, 0) << "entries outside S, U, V changed (level0 " << level0 << ")";
+  }
+}
+
 TYPED_TEST(Wcycle, RawPointerFormMatchesTheViewForm) {
   using T = typename TestFixture::TestScalar;
   const int batch = 2, m = 45, n = 30, k = 30, lda = m + 3, ldu = m + 1, ldv = n + 2;

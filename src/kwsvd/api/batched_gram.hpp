@@ -76,7 +76,8 @@ int batched_gram_max_cols() {
 /// per matrix, on `exec`.
 ///
 /// A: rank-3 View (batch, m, n) of float or double, any layout, in a memory
-/// space `exec` can access. B: rank-3 View (batch, n, n), same scalar type.
+/// space `exec` can access. B: rank-3 View (batch, n, n), same scalar type,
+/// not sharing storage with A.
 /// Both triangles of B are written. Non-finite entries in one matrix make
 /// only that matrix's B non-finite. Asynchronous with respect to the host.
 ///
@@ -108,6 +109,8 @@ void batched_gram(const ExecSpace& exec, const AView& A, const BView& B) {
     Impl::throw_invalid_argument(fn, "A",
                                  "is too large: extents " + Impl::format_extents({batch, m, n}));
   }
+  Impl::require_disjoint_storage(fn, {{"A", Impl::batch_storage_runs(A)}},
+                                 {{"B", Impl::batch_storage_runs(B)}});
   if (batch == 0 || n == 0)
     return;
 

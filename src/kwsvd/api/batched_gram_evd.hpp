@@ -339,7 +339,8 @@ void batched_gram_evd_hooked(const ExecSpace& exec, const BView& B, const Lambda
 /// double on a GPU).
 ///
 /// B: rank-3 View (batch, n, n), float or double, any layout; only its upper
-/// triangle is read and it is left unchanged.
+/// triangle is read and it is left unchanged (lambda, J and info must not
+/// share storage with B or with each other).
 /// lambda: (batch, n) eigenvalues in options.order (descending by default).
 /// J: (batch, n, n) orthonormal eigenvectors, column l for lambda(b, l).
 /// info: (batch) kwsvd::EvdInfo: sweeps, converged, non-finite input (such a
@@ -352,6 +353,12 @@ void batched_gram_evd_hooked(const ExecSpace& exec, const BView& B, const Lambda
 template <class ExecSpace, class BView, class LambdaView, class JView, class InfoView>
 void batched_gram_evd(const ExecSpace& exec, const BView& B, const LambdaView& lambda,
                       const JView& J, const InfoView& info, const EvdOptions& options = {}) {
+  // Checked here, not in the hooked form the W-cycle calls with its own
+  // buffers at every step.
+  Impl::require_disjoint_storage("kwsvd::batched_gram_evd", {{"B", Impl::batch_storage_runs(B)}},
+                                 {{"lambda", Impl::batch_storage_runs(lambda)},
+                                  {"J", Impl::batch_storage_runs(J)},
+                                  {"info", Impl::batch_storage_runs(info)}});
   Impl::batched_gram_evd_hooked(exec, B, lambda, J, info, options, Impl::GramEvdNoHooks{});
 }
 

@@ -305,6 +305,11 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
   }
   require_jacobi_options(fn, options.tolerance, options.max_sweeps);
   require_lanes_per_pair(fn, options.lanes_per_pair);
+  require_disjoint_storage(fn, {{"A", batch_storage_runs(A)}},
+                           {{"S", batch_storage_runs(S)},
+                            {"U", vectors ? batch_storage_runs(U) : StorageRuns{}},
+                            {"V", vectors ? batch_storage_runs(V) : StorageRuns{}},
+                            {"info", batch_storage_runs(info)}});
   if (batch == 0)
     return;
   if (!small_svd_fits<Scalar, ExecSpace>(int(m), int(n),
@@ -359,7 +364,8 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
 /// Singular values and vectors of every matrix of a batch, A(b) = U(b) S(b) V(b)^T,
 /// one team per matrix with the matrix resident in level-0 team scratch.
 ///
-/// A: rank-3 View (batch, m, n), float or double, any layout, left unchanged.
+/// A: rank-3 View (batch, m, n), float or double, any layout, left unchanged
+/// (S, U, V and info must not share storage with A or with each other).
 /// S: (batch, k) with k = min(m, n), singular values in descending order.
 /// U: (batch, m, k) and V: (batch, n, k), orthonormal columns.
 /// info: (batch) kwsvd::SvdInfo: sweeps used, converged, non-finite input (a

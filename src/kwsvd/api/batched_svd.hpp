@@ -72,8 +72,10 @@ class BatchedSvd {
   /// A(b) = U(b) diag(S(b)) V(b)^T for every b. A: (batch, m, n), S: (batch,
   /// k), U: (batch, m, k), V: (batch, n, k), k = min(m, n), info: (batch) of
   /// kwsvd::SvdInfo; any layouts, memory the execution space can reach. A is
-  /// left unchanged. Singular values descending, U and V orthonormal (the U
-  /// columns of zero singular values complete U's orthonormal set).
+  /// left unchanged; S, U, V and info must not share storage with A or with
+  /// each other (kwsvd::invalid_argument names the pair). Singular values
+  /// descending, U and V orthonormal (the U columns of zero singular values
+  /// complete U's orthonormal set).
   template <class AView, class SView, class UView, class VView, class InfoView>
   void compute(const AView& A, const SView& S, const UView& U, const VView& V,
                const InfoView& info) {
@@ -125,6 +127,12 @@ class BatchedSvd {
       Impl::require_extents(fn, "V", {V.extent(0), V.extent(1), V.extent(2)}, {batch, n, k},
                             "(batch, n, min(m, n)) with batch, m, n taken from A");
     }
+    Impl::require_disjoint_storage(
+        fn, {{"A", Impl::batch_storage_runs(A)}},
+        {{"S", Impl::batch_storage_runs(S)},
+         {"U", vectors ? Impl::batch_storage_runs(U) : Impl::StorageRuns{}},
+         {"V", vectors ? Impl::batch_storage_runs(V) : Impl::StorageRuns{}},
+         {"info", Impl::batch_storage_runs(info)}});
     if (batch == 0)
       return;
     if (k == 0) {  // nothing to decompose: report success

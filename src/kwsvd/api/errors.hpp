@@ -5,6 +5,9 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "kwsvd/impl/storage_overlap.hpp"
 
 namespace kwsvd {
 
@@ -36,6 +39,38 @@ void require_jacobi_options(const char* function, double tolerance, int max_swee
 /// Throws unless lanes is 0 (automatic) or a power of two from 1 to 32,
 /// named as options.lanes_per_pair.
 void require_lanes_per_pair(const char* function, int lanes);
+
+/// An argument's storage, named for the message.
+struct NamedStorage {
+  const char* name;
+  StorageRuns runs;
+};
+
+/// Throws unless every output's storage is disjoint from every input's and
+/// from every other output's (inputs may share storage: they are only read).
+void require_disjoint_storage(const char* function, std::initializer_list<NamedStorage> inputs,
+                              std::initializer_list<NamedStorage> outputs);
+
+/// The storage of argument `argument` of matrix `matrix` of a variable-size
+/// batch (arguments are named by the caller's `names`, e.g. "A", "S").
+struct MatrixStorage {
+  StorageRuns runs;
+  std::size_t matrix;
+  int argument;
+  bool output;
+};
+
+/// require_disjoint_storage for a variable-size batch, whose arrays are one
+/// per matrix (`storage` lists each matrix's arguments together). Each
+/// matrix's own arguments are compared exactly; the batch's arrays against
+/// each other by a sweep over their spans in address order, each span against
+/// its neighbour and against the furthest-reaching span before it, so that
+/// the check costs O(batch log batch). That sweep finds every overlap that
+/// does not hide under a longer span (of stacked arrays, say) which itself
+/// shares nothing.
+void require_disjoint_matrix_storage(const char* function,
+                                     const std::vector<MatrixStorage>& storage,
+                                     const char* const* names);
 
 }  // namespace Impl
 }  // namespace kwsvd

@@ -117,6 +117,7 @@ class VariableBatchedSvd {
     slots_ = Kokkos::View<Impl::MatrixSlot<Scalar>*, memory_space>("kwsvd::slots", shapes.size());
     host_slots_ = Kokkos::create_mirror_view(slots_);
     staged_.resize(shapes.size());
+    storage_.reserve(5 * shapes.size());
   }
 
   /// Number of matrices.
@@ -145,7 +146,8 @@ class VariableBatchedSvd {
   /// A[b] = U[b] diag(S[b]) V[b]^T for every b: A[b] a rank-2 View (m_b,
   /// n_b), S[b] rank-1 (k_b = min(m_b, n_b)), U[b] (m_b, k_b), V[b] (n_b,
   /// k_b), info a rank-1 View (batch) of kwsvd::SvdInfo; any layouts, memory
-  /// the execution space can reach. A is left unchanged.
+  /// the execution space can reach. A is left unchanged; the outputs must
+  /// not share storage with any A[b] or with each other.
   template <class AView, class SView, class UView, class VView, class InfoView>
   void compute(const std::vector<AView>& A, const std::vector<SView>& S,
                const std::vector<UView>& U, const std::vector<VView>& V, const InfoView& info) {
@@ -354,11 +356,39 @@ class VariableBatchedSvd {
     if (uploaded_ &&
         std::equal(staged_.begin(), staged_.end(), host_slots_.data(), Impl::same_slot<Scalar>))
       return;
+    require_disjoint_slots();
     if (uploaded_)
       exec_.fence();
     std::copy(staged_.begin(), staged_.end(), host_slots_.data());
     Kokkos::deep_copy(exec_, slots_, host_slots_);
     uploaded_ = true;
+  }
+
+  // Outputs that share storage with an input or another output, refused
+  // before anything is copied (checked only when the slots changed: the
+  // last upload's passed).
+  void require_disjoint_slots() {
+    storage_.clear();
+    for (std::size_t b = 0; b < staged_.size(); ++b) {
+      const auto& slot = staged_[b];
+      const int k = std::min(slot.a.rows, slot.a.cols);
+      const auto add = [&](int argument, bool output, const Impl::StorageRuns& runs) {
+        storage_.push_back({runs, b, argument, output});
+      };
+      add(0, false,
+          Impl::matrix_storage_runs(slot.a.data, slot.a.rows, slot.a.cols, slot.a.row_stride,
+                                    slot.a.col_stride));
+      add(1, true, Impl::matrix_storage_runs(slot.s, k, 1, slot.s_stride, 1));
+      add(2, true,
+          Impl::matrix_storage_runs(slot.u.data, slot.u.rows, slot.u.cols, slot.u.row_stride,
+                                    slot.u.col_stride));
+      add(3, true,
+          Impl::matrix_storage_runs(slot.v.data, slot.v.rows, slot.v.cols, slot.v.row_stride,
+                                    slot.v.col_stride));
+      add(4, true, Impl::matrix_storage_runs(slot.info, 1, 1, 1, 1));
+    }
+    static constexpr const char* names[] = {"A", "S", "U", "V", "info"};
+    Impl::require_disjoint_matrix_storage("kwsvd::VariableBatchedSvd::compute", storage_, names);
   }
 
   ExecSpace exec_;
@@ -379,6 +409,7 @@ class VariableBatchedSvd {
   typename Kokkos::View<Impl::MatrixSlot<Scalar>*, memory_space>::HostMirror host_slots_;
   // This call's slots, filled by the checks; host_slots_ holds the last upload.
   std::vector<Impl::MatrixSlot<Scalar>> staged_;
+  std::vector<Impl::MatrixStorage> storage_;  // the overlap check's list, kept for its capacity
   bool uploaded_ = false;
   Impl::WcycleLevelSolver<ExecSpace, Scalar> solver_;
 };
