@@ -587,6 +587,29 @@ TYPED_TEST(Wcycle, ReusedHandleAllocatesNothingAndReadsBackOnceASweep) {
   }
 }
 
+// The smallest tolerance a call takes is u: there the sweeps still converge
+// to an accurate SVD. Below u it is refused: no rotation can meet it, and
+// far below (1e-200 in double) its square underflowed, which made the
+// W-cycle's test of small rotations pass the first sweep, reporting
+// convergence with a largest singular value 4% off.
+TYPED_TEST(Wcycle, ToleranceDownToTheUnitRoundoff) {
+  using T = typename TestFixture::TestScalar;
+  const double u = TestFixture::unit_roundoff();
+  const int m = 100, n = 100;
+  const std::vector<std::vector<T>> mats = {random_matrix<T>(m, n, 41)};
+  for (bool level0 : {true, false}) {
+    kwsvd::SvdOptions options;
+    options.level0 = level0;
+    options.tolerance = u;
+    this->expect_accurate(mats, m, n, this->run(mats, m, n, options), "tolerance u");
+    for (double below : {u / 2, 1e-200, 1e-300}) {
+      options.tolerance = below;
+      const std::string w = error_of([&] { this->run(mats, m, n, options); });
+      EXPECT_NE(w.find("argument 'options.tolerance' must be 0"), std::string::npos) << w;
+    }
+  }
+}
+
 // Outputs that share storage with A or with each other would be written
 // while other teams still read them: refused, naming both arguments. The
 // check is exact for records of one spacing, so one buffer holding each

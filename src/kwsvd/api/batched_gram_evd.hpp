@@ -256,7 +256,7 @@ void batched_gram_evd_hooked(const ExecSpace& exec, const BView& B, const Lambda
   require_extents(fn, "J", {J.extent(0), J.extent(1), J.extent(2)}, {batch, n, n},
                   "(batch, n, n) with batch, n taken from B");
   require_extents(fn, "info", {info.extent(0)}, {batch}, "(batch) with batch taken from B");
-  require_jacobi_options(fn, options.tolerance, options.max_sweeps);
+  require_jacobi_options<Scalar>(fn, options.tolerance, options.max_sweeps);
   if (options.team_threads < 0 || options.team_threads > 1024) {
     throw_invalid_argument(fn, "options.team_threads",
                            "must be 0 (tuned) or a thread count up to 1024, got " +

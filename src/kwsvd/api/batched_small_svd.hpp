@@ -303,7 +303,7 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
     require_extents(fn, "V", {V.extent(0), V.extent(1), V.extent(2)}, {batch, n, k},
                     "(batch, n, min(m, n)) with batch, m, n taken from A");
   }
-  require_jacobi_options(fn, options.tolerance, options.max_sweeps);
+  require_jacobi_options<Scalar>(fn, options.tolerance, options.max_sweeps);
   require_lanes_per_pair(fn, options.lanes_per_pair);
   require_disjoint_storage(fn, {{"A", batch_storage_runs(A)}},
                            {{"S", batch_storage_runs(S)},

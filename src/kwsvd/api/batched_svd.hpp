@@ -50,7 +50,7 @@ class BatchedSvd {
                                        std::to_string(batch) + ", " + std::to_string(m) + ", " +
                                        std::to_string(n));
     }
-    Impl::require_jacobi_options(fn, options.tolerance, options.max_sweeps);
+    Impl::require_jacobi_options<Scalar>(fn, options.tolerance, options.max_sweeps);
     level0_ =
         options.level0 && Impl::solves_at_level0<Scalar, ExecSpace>(int(m), int(n), options.job);
     if (!level0_ && batch > 0 && m > 0 && n > 0)

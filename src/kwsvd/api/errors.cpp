@@ -36,10 +36,19 @@ void require_extents(const char* function, const char* argument,
                              format_extents(expected) + ", got " + format_extents(actual));
 }
 
-void require_jacobi_options(const char* function, double tolerance, int max_sweeps) {
-  if (!(tolerance >= 0 && tolerance < 1)) {
-    throw_invalid_argument(function, "options.tolerance",
-                           "must be in [0, 1) (0 selects 30 u), got " + std::to_string(tolerance));
+void require_jacobi_options(const char* function, double tolerance, int max_sweeps,
+                            double unit_roundoff, const char* scalar) {
+  // Below u no rotation brings two columns closer to orthogonal (their
+  // computed inner product carries rounding errors of about u), so such a
+  // tolerance is never met; far below it (1e-200 in double) its square
+  // underflows, and the W-cycle's test of small rotations, which compares
+  // with that square, would pass a sweep that had not converged.
+  if (!(tolerance == 0 || (tolerance >= unit_roundoff && tolerance < 1))) {
+    std::ostringstream out;
+    out << "must be 0 (selects 30 u) or in [u, 1), u = " << unit_roundoff
+        << " the unit roundoff of " << scalar
+        << " (no rotation makes columns more orthogonal than that), got " << tolerance;
+    throw_invalid_argument(function, "options.tolerance", out.str());
   }
   if (max_sweeps < 1) {
     throw_invalid_argument(function, "options.max_sweeps",

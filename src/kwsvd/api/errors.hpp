@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <initializer_list>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,9 +33,19 @@ void require_extents(const char* function, const char* argument,
                      std::initializer_list<std::size_t> actual,
                      std::initializer_list<std::size_t> expected, const char* expected_names);
 
-/// Throws unless tolerance is in [0, 1) and max_sweeps >= 1: the options
-/// every Jacobi entry point shares, named as options.<field>.
-void require_jacobi_options(const char* function, double tolerance, int max_sweeps);
+/// Throws unless tolerance is 0 (the default, 30 u) or in [u, 1) and
+/// max_sweeps >= 1: the options every Jacobi entry point shares, named as
+/// options.<field>. u is the unit roundoff of the scalar type `scalar`.
+void require_jacobi_options(const char* function, double tolerance, int max_sweeps,
+                            double unit_roundoff, const char* scalar);
+
+/// require_jacobi_options for the scalar type Scalar.
+template <class Scalar>
+void require_jacobi_options(const char* function, double tolerance, int max_sweeps) {
+  require_jacobi_options(function, tolerance, max_sweeps,
+                         double(std::numeric_limits<Scalar>::epsilon()) / 2,
+                         sizeof(Scalar) == sizeof(float) ? "float" : "double");
+}
 
 /// Throws unless lanes is 0 (automatic) or a power of two from 1 to 32,
 /// named as options.lanes_per_pair.
