@@ -587,6 +587,39 @@ TYPED_TEST(Wcycle, ReusedHandleAllocatesNothingAndReadsBackOnceASweep) {
   }
 }
 
+// Singular values are final column norms; one lane's part of a column of
+// 10^6 rows was summed plainly (125000 rows a lane on a GPU, all of them in
+// a host lane): float sigma 190 u (GPU) and 640 u (host) off LAPACK's. Each
+// lane's sum is now compensated. The reference is ||A v_l|| in long double
+// (V is orthonormal to about u, so that is sigma_l to about u): in double,
+// LAPACK's own dgesvd is up to 145 u off it here, so e4 cannot judge double.
+TYPED_TEST(Wcycle, TallColumnsGiveSingularValuesToTheUnitRoundoff) {
+  using T = typename TestFixture::TestScalar;
+  const double u = TestFixture::unit_roundoff();
+  const int m = 1000000, n = 4;
+  const std::vector<std::vector<T>> mats = {random_matrix<T>(m, n, 77)};
+  for (bool level0 : {true, false}) {
+    kwsvd::SvdOptions options;
+    options.level0 = level0;
+    const auto r = this->run(mats, m, n, options);
+    if (sizeof(T) == sizeof(float))
+      this->expect_accurate(mats, m, n, r, level0 ? "tall, level 0" : "tall, blocks");
+    for (int l = 0; l < n; ++l) {
+      long double ss = 0;
+      for (int i = 0; i < m; ++i) {
+        long double y = 0;
+        for (int j = 0; j < n; ++j)
+          y += (long double)mats[0][i + std::size_t(m) * j] *
+               (long double)r.v[0][j + std::size_t(n) * l];
+        ss += y * y;
+      }
+      const double sigma = double(std::sqrt(ss));
+      EXPECT_LT(std::abs(double(r.s[0][std::size_t(l)]) - sigma), 8 * u * sigma)
+          << "sigma " << l << " level0 " << level0;
+    }
+  }
+}
+
 // The smallest tolerance a call takes is u: there the sweeps still converge
 // to an accurate SVD. Below u it is refused: no rotation can meet it, and
 // far below (1e-200 in double) its square underflowed, which made the

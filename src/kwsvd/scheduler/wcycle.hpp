@@ -524,7 +524,7 @@ class WcycleLevelSolver {
               return;  // a one-chunk matrix's norms are the finish's
             const WorkGeometry g = geometry[ch.matrix];
             wcycle_column_norms(member, W + g.w_offset, std::size_t(g.rows), g.rows, ch.col,
-                                ch.cols, norms + ch.norms);
+                                ch.cols, lanes, norms + ch.norms);
           });
     using ScratchVector = TeamScratch<ExecSpace, Scalar>;
     Policy finish(exec, nchunks, Kokkos::AUTO, lanes);
@@ -542,7 +542,7 @@ class WcycleLevelSolver {
           if (!bad) {
             if (ch.count == 1)
               wcycle_column_norms(member, W + g.w_offset, std::size_t(g.rows), g.rows, 0, g.cols,
-                                  own.data());
+                                  lanes, own.data());
             else
               Kokkos::parallel_for(Kokkos::TeamVectorRange(member, g.cols),
                                    [&](const int c) { own(c) = norms[ch.norms + std::size_t(c)]; });
