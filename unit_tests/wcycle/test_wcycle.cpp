@@ -35,6 +35,24 @@ using kwsvd::test::Case;
 template <class T>
 using BatchResult = kwsvd::test::BatchResult<T>;
 
+// Kernels of the caller's own work around a call (raw pointers, not Views:
+// see perf_tests/notes/wcycle.md, "The RangePolicy/View trap").
+struct DelayChain {  // one thread's long dependent chain, so later work waits
+  double* sink;
+  KOKKOS_INLINE_FUNCTION void operator()(const int) const {
+    double x = *sink;
+    for (int i = 0; i < 20000000; ++i)
+      x = x * 0.9999999 + 1e-9;
+    *sink = x;
+  }
+};
+template <class T>
+struct CopyEntries {
+  const T* src;
+  T* dst;
+  KOKKOS_INLINE_FUNCTION void operator()(const int i) const { dst[i] = src[i]; }
+};
+
 template <class C>
 class Wcycle : public ::testing::Test {
  public:
@@ -585,6 +603,59 @@ TYPED_TEST(Wcycle, ReusedHandleAllocatesNothingAndReadsBackOnceASweep) {
       EXPECT_LE(int(events.fences.size()), waits) << events.fence_list();
     }
   }
+}
+
+// A call on the caller's instance (on a GPU a stream of its own, here with
+// the batch's two parts on two more streams) follows the work queued on it
+// before, unfenced, and is complete once that instance alone is fenced: A is
+// written by the caller's kernels on the instance just before the call, and
+// the results are copied out by a kernel on another stream right after
+// fencing the instance. Both give the results of a call on the default
+// instance, to the bit.
+TYPED_TEST(Wcycle, RunsInOrderOnTheCallersInstance) {
+  using T = typename TestFixture::TestScalar;
+  using L = typename TestFixture::TestLayout;
+  const int batch = 4, m = 100, n = 96, k = 96;
+  std::vector<std::vector<T>> mats;
+  for (int b = 0; b < batch; ++b)
+    mats.push_back(random_matrix<T>(m, n, 300u + b));
+  kwsvd::SvdOptions options = TestFixture::block_rotations();
+  options.instances = 2;
+  const auto ref = this->run(mats, m, n, options);
+
+  std::vector<Exec> streams = {Exec(), Exec()};
+  if constexpr (kwsvd::Impl::splits_into_streams<Exec>())
+    streams = kwsvd::Impl::two_streams(Exec());
+  const Exec caller = streams[0], reader = streams[1];
+  const auto source = kwsvd::test::to_device<T, L>(mats, m, n);
+  Kokkos::View<T***, L> A("A", batch, m, n), U("U", batch, m, k), V("V", batch, n, k);
+  Kokkos::View<T**, L> S("S", batch, k);
+  Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+  Kokkos::View<T**, L> S_read("S_read", batch, k);
+  Kokkos::View<T***, L> U_read("U_read", batch, m, k);
+  Kokkos::View<double*> sink("sink", 1);
+  kwsvd::BatchedSvd<Exec, T> svd(caller, batch, m, n, options);
+  Kokkos::fence();
+
+  Kokkos::parallel_for("delay", Kokkos::RangePolicy<Exec>(caller, 0, 1), DelayChain{sink.data()});
+  Kokkos::parallel_for("fill A", Kokkos::RangePolicy<Exec>(caller, 0, int(A.span())),
+                       CopyEntries<T>{source.data(), A.data()});
+  svd.compute(A, S, U, V, info);
+  caller.fence();
+  Kokkos::parallel_for("delay", Kokkos::RangePolicy<Exec>(reader, 0, 1), DelayChain{sink.data()});
+  Kokkos::parallel_for("read S", Kokkos::RangePolicy<Exec>(reader, 0, int(S.span())),
+                       CopyEntries<T>{S.data(), S_read.data()});
+  Kokkos::parallel_for("read U", Kokkos::RangePolicy<Exec>(reader, 0, int(U.span())),
+                       CopyEntries<T>{U.data(), U_read.data()});
+  Kokkos::fence();
+  auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S_read);
+  auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U_read);
+  for (int b = 0; b < batch; ++b)
+    for (int l = 0; l < k; ++l) {
+      ASSERT_EQ(hs(b, l), ref.s[std::size_t(b)][std::size_t(l)]) << b << " " << l;
+      for (int i = 0; i < m; ++i)
+        ASSERT_EQ(hu(b, i, l), ref.u[std::size_t(b)][i + std::size_t(m) * l]) << b << " " << i;
+    }
 }
 
 // Singular values are final column norms; one lane's part of a column of
