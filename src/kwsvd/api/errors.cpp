@@ -19,6 +19,14 @@ std::string format_extents(std::initializer_list<std::size_t> extents) {
   return out.str();
 }
 
+std::string indexed_name(const char* name, std::size_t b) {
+  // Appended, not "[" + to_string(b): GCC 12 at -O3 reports a false
+  // -Wrestrict in std::operator+(const char*, std::string&&).
+  std::string s(name);
+  s.append("[").append(std::to_string(b)).append("]");
+  return s;
+}
+
 void throw_invalid_argument(const char* function, const char* argument,
                             const std::string& problem) {
   throw kwsvd::invalid_argument(std::string(function) + ": argument '" + argument + "' " + problem);
@@ -73,13 +81,6 @@ namespace {
       "shares storage with '" + other + "': the outputs must not overlap the input or each other");
 }
 
-// "name[b]".
-std::string matrix_argument(const char* const* names, const MatrixStorage& s) {
-  std::string out(names[s.argument]);
-  out.append("[").append(std::to_string(s.matrix)).append("]");
-  return out;
-}
-
 }  // namespace
 
 void require_disjoint_storage(const char* function, std::initializer_list<NamedStorage> inputs,
@@ -101,8 +102,9 @@ void require_disjoint_matrix_storage(const char* function,
   const auto check = [&](const MatrixStorage& x, const MatrixStorage& y) {
     if ((x.output || y.output) && storage_overlaps(x.runs, y.runs)) {
       const MatrixStorage& out = x.output ? x : y;
-      throw_shared_storage(function, matrix_argument(names, out),
-                           matrix_argument(names, &out == &x ? y : x));
+      const MatrixStorage& other = &out == &x ? y : x;
+      throw_shared_storage(function, indexed_name(names[out.argument], out.matrix),
+                           indexed_name(names[other.argument], other.matrix));
     }
   };
   // Each matrix's own arguments, all pairs (they are adjacent in `storage`).

@@ -24,6 +24,10 @@ namespace Impl {
 /// "(a, b, c)" for a list of extents.
 std::string format_extents(std::initializer_list<std::size_t> extents);
 
+/// "name[b]": argument `name` of matrix b of a variable-size batch, for a
+/// message.
+std::string indexed_name(const char* name, std::size_t b);
+
 /// Throws kwsvd::invalid_argument with "<function>: argument '<argument>' <problem>".
 [[noreturn]] void throw_invalid_argument(const char* function, const char* argument,
                                          const std::string& problem);

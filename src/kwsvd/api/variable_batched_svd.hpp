@@ -222,7 +222,7 @@ class VariableBatchedSvd {
       // Leading dimension `ld` of an array of `rows` rows (`extent` names them).
       const auto require_ld = [&](int ld, const char* name, int rows, const char* extent) {
         if (ld < std::max(1, rows))
-          Impl::throw_invalid_argument(fn, indexed(name, b).c_str(),
+          Impl::throw_invalid_argument(fn, Impl::indexed_name(name, b).c_str(),
                                        std::string("must be at least max(1, ") + extent +
                                            ") = " + std::to_string(std::max(1, rows)) + ", got " +
                                            std::to_string(ld));
@@ -231,9 +231,10 @@ class VariableBatchedSvd {
       const auto require_set = [&](const void* x, const void* y, const char* x_name,
                                    const char* y_name) {
         if (k != 0 && (x == nullptr || y == nullptr))
-          Impl::throw_invalid_argument(fn, (indexed(x_name, b) + ", " + indexed(y_name, b)).c_str(),
-                                       "must not be null for a " + std::to_string(m) + " x " +
-                                           std::to_string(n) + " matrix");
+          Impl::throw_invalid_argument(
+              fn, (Impl::indexed_name(x_name, b) + ", " + Impl::indexed_name(y_name, b)).c_str(),
+              "must not be null for a " + std::to_string(m) + " x " + std::to_string(n) +
+                  " matrix");
       };
       require_ld(lda[b], "lda", m, "m_b");
       require_set(A[b], S[b], "A", "S");
@@ -261,15 +262,6 @@ class VariableBatchedSvd {
             std::ptrdiff_t(X.stride(1))};
   }
 
-  // "name[b]", for the message of a failed check of matrix b. (Appended, not
-  // "[" + to_string(b): GCC 12 at -O3 reports a false -Wrestrict in
-  // std::operator+(const char*, std::string&&).)
-  static std::string indexed(const char* name, std::size_t b) {
-    std::string s(name);
-    s.append("[").append(std::to_string(b)).append("]");
-    return s;
-  }
-
   // Impl::require_extents for argument name[b], its name built only when the
   // extents differ (the check runs for every matrix of every call).
   static void require_extents_of(const char* fn, const char* name, std::size_t b,
@@ -277,7 +269,8 @@ class VariableBatchedSvd {
                                  std::initializer_list<std::size_t> expected,
                                  const char* expected_names) {
     if (!std::equal(actual.begin(), actual.end(), expected.begin(), expected.end()))
-      Impl::require_extents(fn, indexed(name, b).c_str(), actual, expected, expected_names);
+      Impl::require_extents(fn, Impl::indexed_name(name, b).c_str(), actual, expected,
+                            expected_names);
   }
 
   void require_count(const char* fn, const char* arg, std::size_t count) const {
