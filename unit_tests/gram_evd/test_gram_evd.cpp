@@ -502,9 +502,9 @@ TYPED_TEST(GramEvd, ArgumentErrorsNameTheArgument) {
   opt.tolerance = 2;
   w = error_of([&] { kwsvd::batched_gram_evd(Exec(), B, lambda, J, info, opt); });
   EXPECT_TRUE(has(w, "options.tolerance")) << w;
-  opt.tolerance = 1e-20;  // below u
+  opt.tolerance = 1e-20;  // below eps
   w = error_of([&] { kwsvd::batched_gram_evd(Exec(), B, lambda, J, info, opt); });
-  EXPECT_TRUE(has(w, "options.tolerance") && has(w, "unit roundoff")) << w;
+  EXPECT_TRUE(has(w, "options.tolerance") && has(w, "machine epsilon")) << w;
   // In place (J on B) is refused: B is left unchanged by contract.
   w = error_of([&] { kwsvd::batched_gram_evd(Exec(), B, lambda, B, info); });
   EXPECT_TRUE(has(w, "argument 'J' shares storage with 'B'")) << w;

@@ -308,9 +308,9 @@ TYPED_TEST(SmallSvd, RejectsBadArgumentsNamingThem) {
   opt.tolerance = -1;
   w = error_of([&] { kwsvd::batched_small_svd(Exec(), v.A, v.S, v.U, v.V, v.info, opt); });
   EXPECT_TRUE(has(w, "options.tolerance")) << w;
-  opt.tolerance = 1e-300;  // below u: never met
+  opt.tolerance = 1e-300;  // below eps: never met
   w = error_of([&] { kwsvd::batched_small_svd(Exec(), v.A, v.S, v.U, v.V, v.info, opt); });
-  EXPECT_TRUE(has(w, "options.tolerance") && has(w, "unit roundoff") && has(w, "1e-300")) << w;
+  EXPECT_TRUE(has(w, "options.tolerance") && has(w, "machine epsilon") && has(w, "1e-300")) << w;
   opt = {};
   opt.max_sweeps = 0;
   w = error_of([&] { kwsvd::batched_small_svd(Exec(), v.A, v.S, v.U, v.V, v.info, opt); });

@@ -691,25 +691,34 @@ TYPED_TEST(Wcycle, TallColumnsGiveSingularValuesToTheUnitRoundoff) {
   }
 }
 
-// The smallest tolerance a call takes is u: there the sweeps still converge
-// to an accurate SVD. Below u it is refused: no rotation can meet it, and
-// far below (1e-200 in double) its square underflowed, which made the
-// W-cycle's test of small rotations pass the first sweep, reporting
+// The smallest tolerance a call takes is machine epsilon, 2 u (LAPACK
+// dgesvj's floor): there the sweeps still converge to an accurate SVD, also
+// for clusters of equal singular values, whose columns rotate by large
+// angles on cosines near u (at u itself seed 002's cluster spectra at 64^2
+// ran 60 sweeps unconverged, by level 0). Below it the tolerance is
+// refused, and far below (1e-200 in double) its square underflowed, which
+// made the W-cycle's test of small rotations pass the first sweep, reporting
 // convergence with a largest singular value 4% off.
-TYPED_TEST(Wcycle, ToleranceDownToTheUnitRoundoff) {
+TYPED_TEST(Wcycle, ToleranceDownToMachineEpsilon) {
   using T = typename TestFixture::TestScalar;
   const double u = TestFixture::unit_roundoff();
-  const int m = 100, n = 100;
-  const std::vector<std::vector<T>> mats = {random_matrix<T>(m, n, 41)};
-  for (bool level0 : {true, false}) {
-    kwsvd::SvdOptions options;
-    options.level0 = level0;
-    options.tolerance = u;
-    this->expect_accurate(mats, m, n, this->run(mats, m, n, options), "tolerance u");
-    for (double below : {u / 2, 1e-200, 1e-300}) {
-      options.tolerance = below;
-      const std::string w = error_of([&] { this->run(mats, m, n, options); });
-      EXPECT_NE(w.find("argument 'options.tolerance' must be 0"), std::string::npos) << w;
+  for (const char* spectrum : {"random", "cluster0", "cluster1"}) {
+    const int m = 64, n = 64;
+    const double kappa = std::is_same<T, float>::value ? 1e4 : 1e8;
+    const auto mats = kwsvd::test::spectrum_batch<T>(spectrum, m, n, kappa, 6);
+    for (bool level0 : {true, false}) {
+      kwsvd::SvdOptions options;
+      options.level0 = level0;
+      options.tolerance = 2 * u;
+      this->expect_accurate(mats, m, n, this->run(mats, m, n, options),
+                            std::string("tolerance eps, ") + spectrum);
+      for (double below : {1.5 * u, u, 1e-200, 1e-300}) {
+        options.tolerance = below;
+        const std::string w = error_of([&] { this->run(mats, m, n, options); });
+        EXPECT_NE(w.find("argument 'options.tolerance' must be 0 (selects 30 u) or in [eps, 1)"),
+                  std::string::npos)
+            << w;
+      }
     }
   }
 }

@@ -37,9 +37,10 @@ void require_extents(const char* function, const char* argument,
                      std::initializer_list<std::size_t> actual,
                      std::initializer_list<std::size_t> expected, const char* expected_names);
 
-/// Throws unless tolerance is 0 (the default, 30 u) or in [u, 1) and
-/// max_sweeps >= 1: the options every Jacobi entry point shares, named as
-/// options.<field>. u is the unit roundoff of the scalar type `scalar`.
+/// Throws unless tolerance is 0 (the default, 30 u) or in [2 u, 1) (2 u the
+/// machine epsilon) and max_sweeps >= 1: the options every Jacobi entry point
+/// shares, named as options.<field>. u is the unit roundoff of the scalar
+/// type `scalar`.
 void require_jacobi_options(const char* function, double tolerance, int max_sweeps,
                             double unit_roundoff, const char* scalar);
 

@@ -34,8 +34,9 @@ struct SvdOptions {
   /// |a_i^T a_j| > tolerance * ||a_i|| ||a_j||. 0 selects the default 30 u
   /// (u = unit roundoff of the scalar type: 3.3e-15 in double, 1.8e-6 in float),
   /// the accuracy target of the MAGMA batch Jacobi paper (seed 002, §10.1);
-  /// otherwise it must lie in [u, 1) (rounding keeps any tolerance below u
-  /// from ever being met).
+  /// otherwise it must lie in [eps, 1), eps = 2 u the machine epsilon, as
+  /// LAPACK dgesvj's (the cosines' rounding errors of about u keep anything
+  /// below from being met: at u, clustered singular values kept rotating).
   /// A matrix has converged after a sweep that rotates no pair, or (matrices
   /// swept by the W-cycle's blocks) one whose rotations all pass LAPACK
   /// dgesvj's test of small rotations, after which no pair would rotate by
@@ -115,7 +116,8 @@ enum class EigenOrder {
 struct EvdOptions {
   /// Relative off-diagonal threshold: pair (i, j) is rotated while |b_ij| >
   /// tolerance * sqrt(|b_ii b_jj|) (and |b_ij| is above rounding level, u
-  /// max|b|). 0 selects 30 u, as for the SVD; otherwise in [u, 1).
+  /// max|b|). 0 selects 30 u, as for the SVD; otherwise in [eps, 1), eps =
+  /// 2 u the machine epsilon.
   double tolerance = 0;
   /// Sweeps after which a matrix that has not converged is reported as such.
   int max_sweeps = 30;
