@@ -77,13 +77,15 @@ struct MatrixStorage {
 };
 
 /// require_disjoint_storage for a variable-size batch, whose arrays are one
-/// per matrix (`storage` lists each matrix's arguments together). Each
-/// matrix's own arguments are compared exactly; the batch's arrays against
-/// each other by a sweep over their spans in address order, each span against
-/// its neighbour and against the furthest-reaching span before it, so that
-/// the check costs O(batch log batch). That sweep finds every overlap that
-/// does not hide under a longer span (of stacked arrays, say) which itself
-/// shares nothing.
+/// per matrix (`storage` lists each matrix's arguments). Only arrays whose
+/// spans meet can share storage: in address order the spans fall into groups
+/// of meeting spans, and within a group every pair is compared
+/// (storage_overlaps), or, where that is more work, the group's records are
+/// merged in address order and each compared with the furthest-reaching
+/// record of another array before it. Exact (up to storage_overlaps's bound
+/// on records of different spacings); O(batch log batch) for separate
+/// allocations, O(R log G) for a group of G arrays of R records in all (row
+/// blocks of one array).
 void require_disjoint_matrix_storage(const char* function,
                                      const std::vector<MatrixStorage>& storage,
                                      const char* const* names);

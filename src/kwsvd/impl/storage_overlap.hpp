@@ -7,10 +7,9 @@
 //
 // An array is described as equally spaced records: a batch of matrices is
 // one record per matrix, a column-major matrix one record per column. The
-// test is exact for two such progressions with the same spacing and
-// conservative otherwise (it reports an overlap whenever the whole spans
-// meet), so storage that interleaves records of different spacings is
-// refused even where no entry is shared.
+// test is exact for two such progressions: in O(1) for one spacing, and
+// record by record for different spacings (up to max_records_compared
+// records, past which it reports an overlap).
 
 #include <cstddef>
 #include <cstdint>
@@ -48,25 +47,81 @@ StorageRuns batch_storage_runs(const View& v) {
   return r;
 }
 
-/// Whether some record of x and some record of y share a byte.
+/// Whether the byte range [first, first + length) shares a byte with some
+/// record of y.
+inline bool range_overlaps(std::uintptr_t first, std::size_t length, const StorageRuns& y) {
+  if (length == 0 || y.empty() || first + length <= y.first || y.end() <= first)
+    return false;
+  if (y.count == 1 || y.stride == 0)
+    return true;  // y is one record (or its records coincide): the spans meet
+  // Record d of y meets the range when d stride > first - y.first - y.length
+  // and y.first + d stride < first + length: take the smallest such d above
+  // the lower bound and see whether it is below the upper one.
+  using Signed = long long;
+  const Signed stride = Signed(y.stride);
+  const Signed low = Signed(first) - Signed(y.first) - Signed(y.length);
+  Signed d = (low >= 0 ? low / stride : -((-low + stride - 1) / stride)) + 1;
+  if (d < 0)
+    d = 0;
+  return d <= Signed(y.count) - 1 && Signed(y.first) + d * stride < Signed(first) + Signed(length);
+}
+
+/// Records of one run compared one by one with another run at most: beyond,
+/// storage_overlaps reports an overlap without looking further.
+constexpr std::size_t max_records_compared = std::size_t(1) << 16;
+
+/// Whether some record of x and some record of y share a byte. Exact for any
+/// two runs, except that runs of different spacings whose spans meet over
+/// more than max_records_compared records of both are reported as
+/// overlapping (the conservative side).
 inline bool storage_overlaps(const StorageRuns& x, const StorageRuns& y) {
   if (x.empty() || y.empty() || x.end() <= y.first || y.end() <= x.first)
     return false;
-  if (x.stride != y.stride || x.stride == 0 || (x.count == 1 && y.count == 1))
-    return true;  // the spans meet (exact for single records)
-  // Records b of x and d of y meet when -x.length < delta + j stride <
-  // y.length with delta = x.first - y.first and j = b - d in
-  // [-(y.count - 1), x.count - 1]: take the smallest j above the lower
-  // bound and see whether it is below the upper one.
   using Signed = long long;
-  const Signed stride = Signed(x.stride);
-  const Signed delta = Signed(x.first) - Signed(y.first);
-  const Signed low = -Signed(x.length) - delta;  // j stride > low
-  const Signed floor_quotient = low >= 0 ? low / stride : -((-low + stride - 1) / stride);
-  Signed j = floor_quotient + 1;
-  if (j < -(Signed(y.count) - 1))
-    j = -(Signed(y.count) - 1);
-  return j <= Signed(x.count) - 1 && delta + j * stride < Signed(y.length);
+  if (x.stride == y.stride && x.stride != 0) {
+    // Records b of x and d of y meet when -x.length < delta + j stride <
+    // y.length with delta = x.first - y.first and j = b - d in
+    // [-(y.count - 1), x.count - 1]: take the smallest j above the lower
+    // bound and see whether it is below the upper one.
+    const Signed stride = Signed(x.stride);
+    const Signed delta = Signed(x.first) - Signed(y.first);
+    const Signed low = -Signed(x.length) - delta;  // j stride > low
+    const Signed floor_quotient = low >= 0 ? low / stride : -((-low + stride - 1) / stride);
+    Signed j = floor_quotient + 1;
+    if (j < -(Signed(y.count) - 1))
+      j = -(Signed(y.count) - 1);
+    return j <= Signed(x.count) - 1 && delta + j * stride < Signed(y.length);
+  }
+  // Different spacings: each record of p that lies within q's span against
+  // q, p the run with fewer records there.
+  const auto within = [](const StorageRuns& p, const StorageRuns& q, Signed& lo, Signed& hi) {
+    if (p.count == 1 || p.stride == 0) {
+      lo = hi = 0;
+      return;
+    }
+    const Signed stride = Signed(p.stride);
+    // The first record ending past q.first, the last beginning before q.end().
+    const Signed low = Signed(q.first) - Signed(p.first) - Signed(p.length);  // r stride > low
+    lo = (low >= 0 ? low / stride : -((-low + stride - 1) / stride)) + 1;
+    if (lo < 0)
+      lo = 0;
+    hi = (Signed(q.end()) - 1 - Signed(p.first)) / stride;
+    if (hi > Signed(p.count) - 1)
+      hi = Signed(p.count) - 1;
+  };
+  Signed x_lo, x_hi, y_lo, y_hi;
+  within(x, y, x_lo, x_hi);
+  within(y, x, y_lo, y_hi);
+  const bool x_fewer = x_hi - x_lo <= y_hi - y_lo;
+  const StorageRuns& p = x_fewer ? x : y;
+  const StorageRuns& q = x_fewer ? y : x;
+  const Signed lo = x_fewer ? x_lo : y_lo, hi = x_fewer ? x_hi : y_hi;
+  if (hi - lo + 1 > Signed(max_records_compared))
+    return true;
+  for (Signed r = lo; r <= hi; ++r)
+    if (range_overlaps(p.first + std::uintptr_t(r) * p.stride, p.length, q))
+      return true;
+  return false;
 }
 
 /// The columns (or, for a row-major matrix, the rows) of a rows x cols
