@@ -463,6 +463,35 @@ TYPED_TEST(GramEvd, NonFiniteMatrixLeavesOthersUntouched) {
   EXPECT_EQ(this->run({inf}, n).info[0].nonfinite_input, 1);
 }
 
+// info may be any rank-1 View: a column of a 2-D one writes that column
+// only (its entries used to be written as if contiguous); an empty matrix
+// (n = 0) is reported converged, as the SVD reports one.
+TYPED_TEST(GramEvd, InfoMayBeStridedAndEmptyMatricesConverge) {
+  using T = typename TestFixture::TestScalar;
+  using L = typename TestFixture::TestLayout;
+  for (int n : {0, 6}) {
+    const int batch = 3;
+    std::vector<std::vector<T>> mats;
+    for (int b = 0; b < batch; ++b)
+      mats.push_back(random_symmetric<T>(n, 500 + b));
+    auto B = kwsvd::test::to_device<T, L>(mats, n, n);
+    Kokkos::View<T**, L> lambda("lambda", batch, n);
+    Kokkos::View<T***, L> J("J", batch, n, n);
+    Kokkos::View<kwsvd::EvdInfo**, Kokkos::LayoutRight> info2("info2", batch, 2);
+    kwsvd::test::fill(info2, kwsvd::EvdInfo{-1, -1, -1});
+    const auto info = Kokkos::subview(info2, Kokkos::ALL, 1);
+    ASSERT_EQ(info.stride(0), 2u);
+    kwsvd::batched_gram_evd(Exec(), B, lambda, J, info);
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info2);
+    for (int b = 0; b < batch; ++b) {
+      EXPECT_EQ(h(b, 0).sweeps, -1) << "n = " << n << ", column 0 written at " << b;
+      EXPECT_EQ(h(b, 1).converged, 1) << "n = " << n << ", matrix " << b;
+      EXPECT_EQ(h(b, 1).nonfinite_input, 0) << "n = " << n << ", matrix " << b;
+      EXPECT_EQ(h(b, 1).sweeps > 0, n > 0) << "n = " << n << ", matrix " << b;
+    }
+  }
+}
+
 TYPED_TEST(GramEvd, BadScalesAreHandledExactly) {
   using T = typename TestFixture::TestScalar;
   const int n = 10;

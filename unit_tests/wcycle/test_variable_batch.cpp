@@ -586,6 +586,25 @@ TYPED_TEST(VariableBatch, SharedStorageIsRefusedAndStackedOutputsAccepted) {
   TestFixture::expect_accurate(shapes, mats, r, "stacked outputs");
 }
 
+// info may be any rank-1 View: a column of a 2-D one gets each matrix's
+// info (level 0, block rotations, empty) and nothing else.
+TYPED_TEST(VariableBatch, InfoMayBeAColumnOfATwoDimensionalView) {
+  const std::vector<MatrixShape> shapes = {{12, 9}, {130, 70}, {0, 4}, {40, 33}};
+  const auto mats = TestFixture::matrices(shapes);
+  const auto v = TestFixture::make_views(shapes, mats);
+  const int batch = int(shapes.size());
+  Kokkos::View<kwsvd::SvdInfo**, Kokkos::LayoutRight> info2("info2", batch, 2);
+  kwsvd::test::fill(info2, kwsvd::SvdInfo{-1, -1, -1});
+  const auto info = Kokkos::subview(info2, Kokkos::ALL, 0);
+  kwsvd::batched_svd(Exec(), v.A, v.S, v.U, v.V, info);
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info2);
+  for (int b = 0; b < batch; ++b) {
+    EXPECT_EQ(h(b, 1).sweeps, -1) << "column 1 written at " << b;
+    EXPECT_EQ(h(b, 0).converged, 1) << "matrix " << b;
+    EXPECT_EQ(h(b, 0).sweeps > 0, shapes[std::size_t(b)].rows > 0) << "matrix " << b;
+  }
+}
+
 TYPED_TEST(VariableBatch, ErrorsNameTheArgumentAndTheExpectedShape) {
   using T = typename TestFixture::Scalar;
   using M = typename TestFixture::Matrix;

@@ -723,6 +723,46 @@ TYPED_TEST(Wcycle, ToleranceDownToMachineEpsilon) {
   }
 }
 
+// info may be any rank-1 View: a column of a 2-D one gets each matrix's
+// info and nothing else, by the level-0 kernel, the W-cycle, an empty shape
+// and batched_small_svd (its entries used to be written as if contiguous,
+// over the other column, and matrices past the middle lost theirs).
+TYPED_TEST(Wcycle, InfoMayBeAColumnOfATwoDimensionalView) {
+  using T = typename TestFixture::TestScalar;
+  using L = typename TestFixture::TestLayout;
+  const int batch = 4;
+  for (const auto& [m, n] : std::vector<std::pair<int, int>>{{12, 9}, {0, 5}}) {
+    const auto mats = kwsvd::test::spectrum_batch<T>("random", m, n, 1, batch);
+    const int k = std::min(m, n);
+    auto A = kwsvd::test::to_device<T, L>(mats, m, n);
+    Kokkos::View<T**, L> S("S", batch, k);
+    Kokkos::View<T***, L> U("U", batch, m, k), V("V", batch, n, k);
+    Kokkos::View<kwsvd::SvdInfo**, Kokkos::LayoutRight> info2("info2", batch, 3);
+    const auto info = Kokkos::subview(info2, Kokkos::ALL, 1);
+    ASSERT_EQ(info.stride(0), 3u);
+    const auto expect_column_one = [&](const std::string& what) {
+      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info2);
+      for (int b = 0; b < batch; ++b) {
+        EXPECT_EQ(h(b, 0).sweeps, -1) << what << ": column 0 written at " << b;
+        EXPECT_EQ(h(b, 2).sweeps, -1) << what << ": column 2 written at " << b;
+        EXPECT_EQ(h(b, 1).converged, 1) << what << ", matrix " << b;
+        EXPECT_EQ(h(b, 1).sweeps > 0, k > 0) << what << ", matrix " << b;
+      }
+    };
+    const std::string shape = std::to_string(m) + " x " + std::to_string(n);
+    for (bool level0 : {true, false}) {
+      kwsvd::SvdOptions options;
+      options.level0 = level0;
+      kwsvd::test::fill(info2, kwsvd::SvdInfo{-1, -1, -1});
+      kwsvd::batched_svd(Exec(), A, S, U, V, info, options);
+      expect_column_one(shape + (level0 ? ", level 0" : ", block rotations"));
+    }
+    kwsvd::test::fill(info2, kwsvd::SvdInfo{-1, -1, -1});
+    kwsvd::batched_small_svd(Exec(), A, S, U, V, info);
+    expect_column_one(shape + ", batched_small_svd");
+  }
+}
+
 // Outputs that share storage with A or with each other would be written
 // while other teams still read them: refused, naming both arguments. The
 // check is exact for records of one spacing, so one buffer holding each

@@ -9,6 +9,7 @@
 
 #include "kwsvd/api/errors.hpp"
 #include "kwsvd/api/options.hpp"
+#include "kwsvd/impl/matrix_slot.hpp"
 #include "kwsvd/kernels/gram_evd_team.hpp"
 #include "kwsvd/tuning/gram_evd_team_threads.hpp"
 
@@ -78,6 +79,7 @@ struct BatchedGramEvdFunctor {
   StridedMatrix<Scalar> J;
   std::ptrdiff_t j_batch_stride;
   SvdInfo* info;
+  std::ptrdiff_t info_stride;  // info is any rank-1 View (a column of a 2-D one, say)
   int n;
   GramEvdControl<Scalar> control;
   Hooks hooks;
@@ -85,7 +87,7 @@ struct BatchedGramEvdFunctor {
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const int b = member.league_rank();
     if (hooks.skip(b)) {
-      write_info(member, info + b, 0, true, false);
+      write_info(member, info + b * info_stride, 0, true, false);
       if constexpr (Hooks::reports)
         Kokkos::single(Kokkos::PerTeam(member), [&]() { hooks.done(b, false, false); });
       return;
@@ -106,7 +108,8 @@ struct BatchedGramEvdFunctor {
     j.data += b * j_batch_stride;
     GramEvdScratch<Scalar> ws{Bs.data(), Js.data(), c.data(), s.data(), nullptr, nullptr, nullptr};
     ws.set_ints(ints.data(), int(ne));
-    const GramEvdOutput<Scalar> out{lambda + b * lambda_batch_stride, lambda_stride, j, info + b};
+    const GramEvdOutput<Scalar> out{lambda + b * lambda_batch_stride, lambda_stride, j,
+                                    info + b * info_stride};
     const auto solve = [&](const auto& source) {
       if constexpr (RegisterN > 0) {
         RegisterEigenvectors<Scalar, RegisterN, register_rows> vecs;
@@ -126,7 +129,7 @@ struct BatchedGramEvdFunctor {
       // info written by one thread visible to the one that reads it.
       member.team_barrier();
       Kokkos::single(Kokkos::PerTeam(member), [&]() {
-        const SvdInfo& done_info = info[b];
+        const SvdInfo& done_info = info[b * info_stride];
         hooks.done(b, !(done_info.converged == 1 && done_info.sweeps <= 1), ws.rotated[4] != 0);
       });
     }
@@ -267,8 +270,12 @@ void batched_gram_evd_hooked(const ExecSpace& exec, const BView& B, const Lambda
                            "must be 0 (run to convergence) or a positive sweep count, got " +
                                std::to_string(options.sweeps));
   }
-  if (batch == 0 || n == 0)
+  if (batch == 0)
     return;
+  if (n == 0) {  // nothing to decompose: report success, as the SVD does
+    Impl::report_converged(exec, info.data(), std::ptrdiff_t(info.stride(0)), batch);
+    return;
+  }
   if (!gram_evd_fits<Scalar, ExecSpace>(int(n))) {
     throw_invalid_argument(
         fn, "B",
@@ -312,6 +319,7 @@ void batched_gram_evd_hooked(const ExecSpace& exec, const BView& B, const Lambda
                   Impl::matrix_of<Scalar>(J, 0),
                   std::ptrdiff_t(J.stride(0)),
                   info.data(),
+                  std::ptrdiff_t(info.stride(0)),
                   int(n),
                   control,
                   hooks};

@@ -63,6 +63,7 @@ struct BatchedSmallSvdFunctor {
   StridedMatrix<Scalar> U, V;  // matrix 0 of each (unused without vectors)
   std::ptrdiff_t u_batch_stride, v_batch_stride;
   SvdInfo* info;
+  std::ptrdiff_t info_stride;  // info is any rank-1 View (a column of a 2-D one, say)
   OneSidedJacobiShape shape;
   Scalar tol;
   int max_sweeps;
@@ -77,7 +78,8 @@ struct BatchedSmallSvdFunctor {
     FlagVector flags(member.team_scratch(0), 2);
     StridedMatrix<const Scalar> a = A;
     a.data += b * a_batch_stride;
-    OneSidedJacobiOutput<Scalar> out{S + b * s_batch_stride, s_stride, U, V, info + b};
+    OneSidedJacobiOutput<Scalar> out{S + b * s_batch_stride, s_stride, U, V,
+                                     info + b * info_stride};
     if (shape.vectors) {
       out.U.data += b * u_batch_stride;
       out.V.data += b * v_batch_stride;
@@ -103,6 +105,7 @@ BatchedSmallSvdFunctor<ExecSpace, Scalar, RowsPerLane> with_rows_per_lane(
           f.u_batch_stride,
           f.v_batch_stride,
           f.info,
+          f.info_stride,
           f.shape,
           f.tol,
           f.max_sweeps};
@@ -348,6 +351,7 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
       any_vectors ? std::ptrdiff_t(U.stride(0)) : 0,
       any_vectors ? std::ptrdiff_t(V.stride(0)) : 0,
       info.data(),
+      std::ptrdiff_t(info.stride(0)),
       shape,
       tol,
       options.max_sweeps};

@@ -14,20 +14,6 @@
 #include "kwsvd/scheduler/wcycle.hpp"
 
 namespace kwsvd {
-namespace Impl {
-
-/// info(b) = {0 sweeps, converged, finite} for every b (matrices with no
-/// singular values).
-template <class ExecSpace>
-void report_converged(const ExecSpace& exec, SvdInfo* info, std::size_t batch) {
-  Kokkos::parallel_for(
-      "kwsvd::batched_svd_empty", Kokkos::RangePolicy<ExecSpace>(exec, 0, batch),
-      KOKKOS_LAMBDA(const std::size_t b) {
-        info[b] = SvdInfo{0, 1, 0};
-      });
-}
-
-}  // namespace Impl
 
 /// A reusable SVD of batches of one shape: the constructor plans and
 /// allocates the workspace (block width, tailoring plan, task lists); every
@@ -136,7 +122,7 @@ class BatchedSvd {
     if (batch == 0)
       return;
     if (k == 0) {  // nothing to decompose: report success
-      Impl::report_converged(exec_, info.data(), batch);
+      Impl::report_converged(exec_, info.data(), std::ptrdiff_t(info.stride(0)), batch);
       return;
     }
     if (level0_) {

@@ -317,7 +317,7 @@ class VariableBatchedSvd {
       slot.a = view_matrix<const Scalar>(A[b]);
       slot.s = S[b].data();
       slot.s_stride = std::ptrdiff_t(S[b].stride(0));
-      slot.info = info.data() + b;
+      slot.info = info.data() + std::ptrdiff_t(b) * std::ptrdiff_t(info.stride(0));
     }
   }
 

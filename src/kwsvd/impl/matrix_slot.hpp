@@ -7,6 +7,8 @@
 
 #include <cstddef>
 
+#include <Kokkos_Core.hpp>
+
 #include "kwsvd/api/options.hpp"
 #include "kwsvd/impl/strided_matrix.hpp"
 
@@ -35,11 +37,24 @@ bool same_slot(const MatrixSlot<Scalar>& x, const MatrixSlot<Scalar>& y) {
          same_matrix(x.v, y.v) && x.info == y.info;
 }
 
+/// info[b stride] = {0 sweeps, converged, finite} for every b < batch
+/// (matrices with no singular values).
+template <class ExecSpace>
+void report_converged(const ExecSpace& exec, SvdInfo* info, std::ptrdiff_t stride,
+                      std::size_t batch) {
+  Kokkos::parallel_for(
+      "kwsvd::batched_svd_empty", Kokkos::RangePolicy<ExecSpace>(exec, 0, batch),
+      KOKKOS_LAMBDA(const std::size_t b) {
+        info[std::ptrdiff_t(b) * stride] = SvdInfo{0, 1, 0};
+      });
+}
+
 /// Slots of a uniform batch: matrix b at a fixed batch stride from matrix 0.
 template <class Scalar>
 struct UniformSlots {
   MatrixSlot<Scalar> first;
   std::ptrdiff_t a_batch = 0, s_batch = 0, u_batch = 0, v_batch = 0;
+  std::ptrdiff_t info_batch = 1;  ///< a strided info View's (a column of a 2-D one, say)
   KOKKOS_INLINE_FUNCTION MatrixSlot<Scalar> operator()(int b) const {
     MatrixSlot<Scalar> slot = first;
     slot.a.data += b * a_batch;
@@ -48,7 +63,7 @@ struct UniformSlots {
       slot.u.data += b * u_batch;
       slot.v.data += b * v_batch;
     }
-    slot.info += b;
+    slot.info += b * info_batch;
     return slot;
   }
 };
@@ -71,6 +86,7 @@ UniformSlots<Scalar> uniform_slots(const AView& A, const SView& S, const UView& 
   s.first.s = S.data();
   s.first.s_stride = std::ptrdiff_t(S.stride(1));
   s.first.info = info.data();
+  s.info_batch = std::ptrdiff_t(info.stride(0));
   s.a_batch = std::ptrdiff_t(A.stride(0));
   s.s_batch = std::ptrdiff_t(S.stride(0));
   if (vectors) {
