@@ -615,10 +615,19 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
   const bool psd = ctl.positive_semidefinite;
   const Scalar zero_column = ctl.negligible_diagonal * scale;
   const Scalar tiny = scalar_limits<Scalar>::min_normal;
+  // A diagonal entry that rounding left negative (a null-space column of a
+  // rank-deficient Gram) is a column like any other: excluding it left its
+  // coupling to the large columns in place (standalone, double, the Gram of a
+  // random 3 x 5 matrix: |b_ij| = 1.4e-9 between eigenvalues 0.22 and
+  // -1.1e-16, so ||B J - J Lambda|| = 1.4e-9 ||B||). The W-cycle's threshold
+  // (zero_column > 0) keeps its own rule: its next sweep recomputes the Gram.
+  const auto nonzero_column = [&](const Scalar d) {
+    return d > zero_column || (zero_column == Scalar(0) && d < Scalar(0));
+  };
   const auto needs_rotation = [&](const Scalar bii, const Scalar bjj, const Scalar bij) {
     const Scalar abs_b = kmath::fabs(bij);
     const Scalar didj = kmath::fabs(bii * bjj);
-    return abs_b > floor && (!psd || (bii > zero_column && bjj > zero_column)) &&
+    return abs_b > floor && (!psd || (nonzero_column(bii) && nonzero_column(bjj))) &&
            (didj > tiny
                 ? abs_b * abs_b > ctl.tol * ctl.tol * didj
                 : abs_b > ctl.tol * kmath::sqrt(kmath::fabs(bii)) * kmath::sqrt(kmath::fabs(bjj)));
