@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,20 +18,23 @@ namespace {
 using kwsvd::Impl::storage_overlaps;
 using kwsvd::Impl::StorageRuns;
 
-// Both orders, which must agree.
-bool overlaps(const StorageRuns& x, const StorageRuns& y) {
-  const bool xy = storage_overlaps(x, y), yx = storage_overlaps(y, x);
-  EXPECT_EQ(xy, yx);
-  return xy;
+// A pair of runs ({first, stride, length, count}, bytes) and whether they
+// share a byte, checked in both orders, which must agree.
+struct OverlapCase {
+  const char* what;
+  StorageRuns x, y;
+  bool overlap;
+};
+void expect_overlaps(std::initializer_list<OverlapCase> cases) {
+  for (const OverlapCase& c : cases) {
+    const bool xy = storage_overlaps(c.x, c.y), yx = storage_overlaps(c.y, c.x);
+    EXPECT_EQ(xy, c.overlap) << c.what;
+    EXPECT_EQ(yx, c.overlap) << c.what << " (y, x)";
+  }
 }
 
 TEST(StorageOverlap, RecordsOfOneSpacingAreComparedExactly) {
-  struct Case {
-    const char* what;
-    StorageRuns x, y;  // {first, stride, length, count}, bytes
-    bool overlap;
-  };
-  const Case cases[] = {
+  expect_overlaps({
       // Records [A | U] of 100 bytes, A 60 and U 40: side by side, U's
       // records ending where the next A begins.
       {"side by side", {1000, 100, 60, 8}, {1060, 100, 40, 8}, false},
@@ -51,18 +55,11 @@ TEST(StorageOverlap, RecordsOfOneSpacingAreComparedExactly) {
       {"spans one byte in", {0, 8, 8, 10}, {79, 8, 8, 10}, true},
       {"no bytes", {0, 8, 8, 10}, {0, 8, 0, 10}, false},
       {"no records", {0, 8, 8, 0}, {0, 8, 8, 10}, false},
-  };
-  for (const Case& c : cases)
-    EXPECT_EQ(overlaps(c.x, c.y), c.overlap) << c.what;
+  });
 }
 
 TEST(StorageOverlap, RecordsOfDifferentSpacingsAreComparedOneByOne) {
-  struct Case {
-    const char* what;
-    StorageRuns x, y;
-    bool overlap;
-  };
-  const Case cases[] = {
+  expect_overlaps({
       // x: [0, 10), [100, 110), ..., [400, 410).
       {"y's records in x's gaps", {0, 100, 10, 5}, {50, 120, 10, 2}, false},
       {"y's first reaches x's second", {0, 100, 10, 5}, {50, 120, 51, 2}, true},
@@ -76,9 +73,7 @@ TEST(StorageOverlap, RecordsOfDifferentSpacingsAreComparedOneByOne) {
       // max_records_compared, reported past it (the conservative side).
       {"gaps, few records", {0, 16, 8, 1000}, {8, 32, 8, 500}, false},
       {"gaps, too many records", {0, 16, 8, 200000}, {8, 32, 8, 100000}, true},
-  };
-  for (const Case& c : cases)
-    EXPECT_EQ(overlaps(c.x, c.y), c.overlap) << c.what;
+  });
 }
 
 // A variable batch's arrays: only arrays whose spans meet are compared, and
@@ -153,8 +148,8 @@ TEST(StorageOverlap, ViewsGiveOneRecordPerMatrix) {
   EXPECT_EQ(r.count, 4u);
   EXPECT_EQ(r.stride, sizeof(double));
   EXPECT_EQ(r.length, (4 * 4 + 2 * 20 + 1) * sizeof(double));
-  EXPECT_FALSE(overlaps(r, kwsvd::Impl::batch_storage_runs(right)));
-  EXPECT_TRUE(overlaps(r, kwsvd::Impl::batch_storage_runs(X)));
+  expect_overlaps({{"column halves", r, kwsvd::Impl::batch_storage_runs(right), false},
+                   {"a half and the whole", r, kwsvd::Impl::batch_storage_runs(X), true}});
   // A rank-1 View: one entry a record.
   Kokkos::View<kwsvd::SvdInfo*> info("info", 3);
   const auto i = kwsvd::Impl::batch_storage_runs(info);
