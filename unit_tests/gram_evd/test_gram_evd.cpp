@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,18 @@ std::vector<T> symmetric_with_eigenvalues(const std::vector<double>& d, std::uin
         sum += q[i + std::size_t(n) * l] * d[l] * q[j + std::size_t(n) * l];
       b[i + std::size_t(n) * j] = T(sum);
     }
+  return b;
+}
+
+// A^T A of a random m x n matrix A (computed in double, both triangles).
+template <class T>
+std::vector<T> random_gram(int m, int n, std::uint64_t seed) {
+  const auto a = kwsvd::test::random_matrix<double>(m, n, seed);
+  const auto g = kwsvd::test::blas_gram(a, m, n);  // the upper triangle
+  std::vector<T> b(g.begin(), g.end());
+  for (int j = 0; j < n; ++j)
+    for (int i = j + 1; i < n; ++i)
+      b[i + std::size_t(n) * j] = b[j + std::size_t(n) * i];
   return b;
 }
 
@@ -221,15 +235,8 @@ TYPED_TEST(GramEvd, RankDeficientGramsInSemidefiniteModeAreBackwardStable) {
   for (const int n : {5, 16, 33}) {
     for (const int m : {1, 3, n / 2}) {
       std::vector<std::vector<T>> mats;
-      for (int b = 0; b < 4; ++b) {
-        const auto a = kwsvd::test::random_matrix<double>(m, n, 900 + 10 * b + m + n);
-        const auto g = kwsvd::test::blas_gram(a, m, n);
-        std::vector<T> x(g.begin(), g.end());
-        for (int j = 0; j < n; ++j)  // blas_gram fills the upper triangle; mirror it
-          for (int i = j + 1; i < n; ++i)
-            x[i + std::size_t(n) * j] = x[j + std::size_t(n) * i];
-        mats.push_back(x);
-      }
+      for (int b = 0; b < 4; ++b)
+        mats.push_back(random_gram<T>(m, n, 900 + 10 * b + m + n));
       const auto r = this->run(mats, n, opt);
       for (std::size_t b = 0; b < mats.size(); ++b) {
         const std::string what = "rank " + std::to_string(m) + " of " + std::to_string(n) +
@@ -237,6 +244,59 @@ TYPED_TEST(GramEvd, RankDeficientGramsInSemidefiniteModeAreBackwardStable) {
         EXPECT_EQ(r.info[b].converged, 1) << what;
         this->expect_accurate(mats[b], n, r.lambda[b], r.J[b], kwsvd::EigenOrder::descending, what);
       }
+    }
+  }
+}
+
+// Random combinations of what a caller chooses (fixed seed): n from 1 to 48,
+// Grams of 1 to 200 rows or indefinite inputs, every order, team sizes,
+// semidefinite mode, tolerances down to machine epsilon. (A host fuzz of
+// this kind found the semidefinite mode's negative diagonals.)
+TYPED_TEST(GramEvd, RandomOptionsAndInputs) {
+  using T = typename TestFixture::TestScalar;
+  std::mt19937_64 rng(20261127);
+  const auto pick = [&](std::initializer_list<int> v) { return *(v.begin() + rng() % v.size()); };
+  for (int trial = 0; trial < 100; ++trial) {
+    const int n = pick({1, 2, 3, 5, 8, 16, 17, 31, 32, 33, 48});
+    const int m = pick({1, 3, n, 2 * n + 1, 200});
+    kwsvd::EvdOptions opt;
+    opt.order = kwsvd::EigenOrder(rng() % 3);
+    opt.team_threads = pick({0, 0, 1, 2, 32, 64, 256});
+    opt.positive_semidefinite = rng() % 2 != 0;
+    if (rng() % 3 == 0)
+      opt.tolerance = pick({2, 10}) * this->u();
+    const bool gram = opt.positive_semidefinite || rng() % 2 != 0;
+    std::vector<std::vector<T>> mats;
+    for (int b = 0, batch = pick({1, 2, 4}); b < batch; ++b)
+      mats.push_back(gram ? random_gram<T>(m, n, 1000 * trial + b)
+                          : random_symmetric<T>(n, 1000 * trial + b));
+    const auto r = this->run(mats, n, opt);
+    for (std::size_t b = 0; b < mats.size(); ++b) {
+      const std::string what =
+          "trial " + std::to_string(trial) + ": n " + std::to_string(n) +
+          (gram ? ", Gram of " + std::to_string(m) + " rows" : ", indefinite") + ", order " +
+          std::to_string(int(opt.order)) + ", threads " + std::to_string(opt.team_threads) +
+          ", semidefinite " + std::to_string(opt.positive_semidefinite) + ", matrix " +
+          std::to_string(b);
+      EXPECT_EQ(r.info[b].converged, 1) << what;
+      // Unsorted eigenpairs are compared in descending order.
+      std::vector<int> order(std::size_t(n), 0);
+      std::iota(order.begin(), order.end(), 0);
+      if (opt.order == kwsvd::EigenOrder::unsorted)
+        std::sort(order.begin(), order.end(), [&](int x, int y) {
+          return r.lambda[b][std::size_t(x)] > r.lambda[b][std::size_t(y)];
+        });
+      std::vector<T> lambda, J;
+      for (int c : order) {
+        lambda.push_back(r.lambda[b][std::size_t(c)]);
+        J.insert(J.end(), r.J[b].begin() + std::ptrdiff_t(n) * c,
+                 r.J[b].begin() + std::ptrdiff_t(n) * (c + 1));
+      }
+      this->expect_accurate(mats[b], n, lambda, J,
+                            opt.order == kwsvd::EigenOrder::ascending
+                                ? kwsvd::EigenOrder::ascending
+                                : kwsvd::EigenOrder::descending,
+                            what);
     }
   }
 }
