@@ -497,6 +497,31 @@ TYPED_TEST(Wcycle, ReusedHandleGivesTheSameResultAndChecksShapes) {
   EXPECT_NE(w.find("options.max_sweeps"), std::string::npos) << w;
   w = error_of([&] { kwsvd::BatchedSvd<Exec, T>(Exec(), -1, m, n); });
   EXPECT_NE(w.find("batch, m, n"), std::string::npos) << w;
+  // Every option is checked when the handle is made, whichever path it
+  // plans (lanes_per_pair was not checked at all for block rotations, and
+  // instances, block_scratch_bytes and level_widths not for level 0).
+  for (bool level0 : {true, false}) {
+    const std::pair<const char*, void (*)(kwsvd::SvdOptions&)> bad_options[] = {
+        {"lanes_per_pair", [](kwsvd::SvdOptions& o) { o.lanes_per_pair = 3; }},
+        {"lanes_rule", [](kwsvd::SvdOptions& o) { o.lanes_rule = kwsvd::LanesRule(9); }},
+        {"job", [](kwsvd::SvdOptions& o) { o.job = kwsvd::Job(7); }},
+        {"instances", [](kwsvd::SvdOptions& o) { o.instances = 3; }},
+        {"block_scratch_bytes", [](kwsvd::SvdOptions& o) { o.block_scratch_bytes = -1; }},
+        {"level_widths", [](kwsvd::SvdOptions& o) {
+           o.level_widths = {16, 32};
+         }}};
+    for (const auto& [field, spoil] : bad_options) {
+      kwsvd::SvdOptions options;
+      options.level0 = level0;
+      spoil(options);
+      w = error_of([&] { kwsvd::BatchedSvd<Exec, T>(Exec(), batch, m, n, options); });
+      EXPECT_NE(w.find(std::string("kwsvd::BatchedSvd: argument 'options.") + field + "'"),
+                std::string::npos)
+          << w;
+      w = error_of([&] { kwsvd::VariableBatchedSvd<Exec, T>(Exec(), {{m, n}}, options); });
+      EXPECT_NE(w.find(std::string("argument 'options.") + field + "'"), std::string::npos) << w;
+    }
+  }
   kwsvd::SvdOptions widths = TestFixture::block_rotations();
   widths.level_widths = {16, 32};
   w = error_of([&] { kwsvd::BatchedSvd<Exec, T>(Exec(), batch, m, n, widths); });

@@ -306,13 +306,8 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
     require_extents(fn, "V", {V.extent(0), V.extent(1), V.extent(2)}, {batch, n, k},
                     "(batch, n, min(m, n)) with batch, m, n taken from A");
   }
-  require_jacobi_options<Scalar>(fn, options.tolerance, options.max_sweeps);
-  require_lanes_per_pair(fn, options.lanes_per_pair);
-  require_disjoint_storage(fn, {{"A", batch_storage_runs(A)}},
-                           {{"S", batch_storage_runs(S)},
-                            {"U", vectors ? batch_storage_runs(U) : StorageRuns{}},
-                            {"V", vectors ? batch_storage_runs(V) : StorageRuns{}},
-                            {"info", batch_storage_runs(info)}});
+  require_svd_options<Scalar>(fn, options);
+  require_disjoint_svd_storage(fn, A, S, U, V, info, vectors);
   if (batch == 0)
     return;
   if (!small_svd_fits<Scalar, ExecSpace>(int(m), int(n),

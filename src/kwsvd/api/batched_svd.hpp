@@ -36,7 +36,7 @@ class BatchedSvd {
                                        std::to_string(batch) + ", " + std::to_string(m) + ", " +
                                        std::to_string(n));
     }
-    Impl::require_jacobi_options<Scalar>(fn, options.tolerance, options.max_sweeps);
+    Impl::require_svd_options<Scalar>(fn, options);
     level0_ =
         options.level0 && Impl::solves_at_level0<Scalar, ExecSpace>(int(m), int(n), options.job);
     if (!level0_ && batch > 0 && m > 0 && n > 0)
@@ -113,12 +113,7 @@ class BatchedSvd {
       Impl::require_extents(fn, "V", {V.extent(0), V.extent(1), V.extent(2)}, {batch, n, k},
                             "(batch, n, min(m, n)) with batch, m, n taken from A");
     }
-    Impl::require_disjoint_storage(
-        fn, {{"A", Impl::batch_storage_runs(A)}},
-        {{"S", Impl::batch_storage_runs(S)},
-         {"U", vectors ? Impl::batch_storage_runs(U) : Impl::StorageRuns{}},
-         {"V", vectors ? Impl::batch_storage_runs(V) : Impl::StorageRuns{}},
-         {"info", Impl::batch_storage_runs(info)}});
+    Impl::require_disjoint_svd_storage(fn, A, S, U, V, info, vectors);
     if (batch == 0)
       return;
     if (k == 0) {  // nothing to decompose: report success

@@ -19,6 +19,13 @@ std::string format_extents(std::initializer_list<std::size_t> extents) {
   return out.str();
 }
 
+std::string format_widths(const std::vector<int>& widths) {
+  std::string s = "{";
+  for (std::size_t k = 0; k < widths.size(); ++k)
+    s.append(k ? ", " : "").append(std::to_string(widths[k]));
+  return s + "}";
+}
+
 std::string indexed_name(const char* name, std::size_t b) {
   // Appended, not "[" + to_string(b): GCC 12 at -O3 reports a false
   // -Wrestrict in std::operator+(const char*, std::string&&).
@@ -74,6 +81,40 @@ void require_lanes_per_pair(const char* function, int lanes) {
     throw_invalid_argument(
         function, "options.lanes_per_pair",
         "must be 0 (automatic) or a power of two from 1 to 32, got " + std::to_string(lanes));
+  }
+}
+
+void require_svd_options(const char* function, const SvdOptions& options, double unit_roundoff,
+                         const char* scalar) {
+  require_jacobi_options(function, options.tolerance, options.max_sweeps, unit_roundoff, scalar);
+  require_lanes_per_pair(function, options.lanes_per_pair);
+  if (options.job != Job::values && options.job != Job::values_and_vectors) {
+    throw_invalid_argument(
+        function, "options.job",
+        "must be Job::values or Job::values_and_vectors, got " + std::to_string(int(options.job)));
+  }
+  if (options.lanes_rule != LanesRule::measured && options.lanes_rule != LanesRule::gcd) {
+    throw_invalid_argument(function, "options.lanes_rule",
+                           "must be LanesRule::measured or LanesRule::gcd, got " +
+                               std::to_string(int(options.lanes_rule)));
+  }
+  if (options.instances < 0 || options.instances > 2) {
+    throw_invalid_argument(
+        function, "options.instances",
+        "must be 0 (automatic), 1 or 2, got " + std::to_string(options.instances));
+  }
+  if (options.block_scratch_bytes < 0) {
+    throw_invalid_argument(function, "options.block_scratch_bytes",
+                           "must be 0 (the device's limit) or a byte count, got " +
+                               std::to_string(options.block_scratch_bytes));
+  }
+  const auto& lw = options.level_widths;
+  for (std::size_t h = 0; h < lw.size(); ++h) {
+    if (lw[h] < 2 || lw[h] % 2 != 0 || (h > 0 && lw[h] >= lw[h - 1]) || lw.size() > 8) {
+      throw_invalid_argument(
+          function, "options.level_widths",
+          "must be at most 8 even widths >= 2, strictly decreasing; got " + format_widths(lw));
+    }
   }
 }
 
@@ -161,9 +202,14 @@ void require_disjoint_matrix_storage(const char* function,
     if (!storage[i].runs.empty())
       order.emplace_back(storage[i].runs.first, i);
   std::sort(order.begin(), order.end());
-  std::vector<std::pair<std::uintptr_t, std::size_t>> items;   // phase or address, array
-  std::vector<std::pair<std::uintptr_t, std::size_t>> active;  // phase end, array
-  std::vector<std::size_t> next_record;
+  // Offset ranges modulo a group's spacing [begin, end), by array.
+  struct Phases {
+    std::uintptr_t begin, end;
+    std::size_t array;
+    bool operator<(const Phases& o) const { return begin < o.begin; }
+  };
+  std::vector<Phases> phases, active;
+  std::vector<std::pair<std::uintptr_t, std::size_t>> ahead;  // next record: address, array
   for (std::size_t next = 0; next < order.size();) {
     const std::size_t first = next;
     const auto at = [&](std::size_t g) -> const MatrixStorage& {
@@ -196,28 +242,24 @@ void require_disjoint_matrix_storage(const char* function,
       // s meet: a sweep over those offset ranges (a wrapping one in two
       // pieces) compares exactly the arrays whose ranges meet, so stacked
       // blocks cost O(G log G) for G arrays.
-      items.clear();
+      phases.clear();
       for (std::size_t g = 0; g < size; ++g) {
         const StorageRuns& r = at(g).runs;
-        const std::uintptr_t phase = r.first % stride;
-        items.emplace_back(phase, g);
-        if (phase + r.length > stride)
-          items.emplace_back(0, g);
+        const std::uintptr_t begin = r.first % stride, end = begin + r.length;
+        phases.push_back({begin, std::min<std::uintptr_t>(end, stride), g});
+        if (end > stride)
+          phases.push_back({0, end - stride, g});
       }
-      std::sort(items.begin(), items.end());
+      std::sort(phases.begin(), phases.end());
       active.clear();
-      for (const auto& [phase, g] : items) {
-        const StorageRuns& r = at(g).runs;
-        const std::uintptr_t end = phase == r.first % stride
-                                       ? std::min<std::uintptr_t>(phase + r.length, stride)
-                                       : (r.first % stride + r.length) - stride;
+      for (const Phases& p : phases) {
         active.erase(std::remove_if(active.begin(), active.end(),
-                                    [&](const auto& a) { return a.first <= phase; }),
+                                    [&](const Phases& a) { return a.end <= p.begin; }),
                      active.end());
-        for (const auto& a : active)
-          if (a.second != g)
-            check(at(g), at(a.second));
-        active.emplace_back(end, g);
+        for (const Phases& a : active)
+          if (a.array != p.array)
+            check(at(p.array), at(a.array));
+        active.push_back(p);
       }
       continue;
     }
@@ -235,26 +277,25 @@ void require_disjoint_matrix_storage(const char* function,
     // earlier-starting one of another array exactly when that one ends past
     // its start.
     FurthestEnds any, outputs;
-    items.clear();
-    next_record.assign(size, 0);
+    ahead.clear();
     const auto later = [](const auto& a, const auto& b) { return a.first > b.first; };
     for (std::size_t g = 0; g < size; ++g)
-      items.emplace_back(at(g).runs.first, g);
-    std::make_heap(items.begin(), items.end(), later);
-    while (!items.empty()) {
-      std::pop_heap(items.begin(), items.end(), later);
-      const auto [address, g] = items.back();
-      items.pop_back();
-      const MatrixStorage& s = at(g);
+      ahead.emplace_back(at(g).runs.first, g);
+    std::make_heap(ahead.begin(), ahead.end(), later);
+    while (!ahead.empty()) {
+      std::pop_heap(ahead.begin(), ahead.end(), later);
+      const auto [address, g] = ahead.back();
+      ahead.pop_back();
+      const StorageRuns& r = at(g).runs;
       std::size_t other = 0;
-      if ((s.output ? any : outputs).reaches_past(address, g, other))
-        refuse(s, at(other));
-      any.add(address + s.runs.length, g);
-      if (s.output)
-        outputs.add(address + s.runs.length, g);
-      if (++next_record[g] < s.runs.count && s.runs.stride != 0) {
-        items.emplace_back(address + s.runs.stride, g);
-        std::push_heap(items.begin(), items.end(), later);
+      if ((at(g).output ? any : outputs).reaches_past(address, g, other))
+        refuse(at(g), at(other));
+      any.add(address + r.length, g);
+      if (at(g).output)
+        outputs.add(address + r.length, g);
+      if (r.stride != 0 && address < r.first + (r.count - 1) * r.stride) {  // a record follows
+        ahead.emplace_back(address + r.stride, g);
+        std::push_heap(ahead.begin(), ahead.end(), later);
       }
     }
   }

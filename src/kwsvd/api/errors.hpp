@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kwsvd/api/options.hpp"
 #include "kwsvd/impl/storage_overlap.hpp"
 
 namespace kwsvd {
@@ -23,6 +24,9 @@ namespace Impl {
 
 /// "(a, b, c)" for a list of extents.
 std::string format_extents(std::initializer_list<std::size_t> extents);
+
+/// "{a, b, c}" for a list of widths (SvdOptions::level_widths).
+std::string format_widths(const std::vector<int>& widths);
 
 /// "name[b]": argument `name` of matrix b of a variable-size batch, for a
 /// message.
@@ -56,6 +60,21 @@ void require_jacobi_options(const char* function, double tolerance, int max_swee
 /// named as options.lanes_per_pair.
 void require_lanes_per_pair(const char* function, int lanes);
 
+/// Every field of SvdOptions that is valid or not whatever the shapes:
+/// require_jacobi_options, require_lanes_per_pair, the enums, instances,
+/// block_scratch_bytes and the form of level_widths (whether the last width
+/// fits the scratch is the W-cycle planner's check). Each SVD entry point
+/// calls it, so an option is refused whichever path a shape takes.
+void require_svd_options(const char* function, const SvdOptions& options, double unit_roundoff,
+                         const char* scalar);
+
+/// require_svd_options for the scalar type Scalar.
+template <class Scalar>
+void require_svd_options(const char* function, const SvdOptions& options) {
+  require_svd_options(function, options, double(std::numeric_limits<Scalar>::epsilon()) / 2,
+                      sizeof(Scalar) == sizeof(float) ? "float" : "double");
+}
+
 /// An argument's storage, named for the message.
 struct NamedStorage {
   const char* name;
@@ -66,6 +85,19 @@ struct NamedStorage {
 /// from every other output's (inputs may share storage: they are only read).
 void require_disjoint_storage(const char* function, std::initializer_list<NamedStorage> inputs,
                               std::initializer_list<NamedStorage> outputs);
+
+/// require_disjoint_storage for a uniform batch's SVD: S, U, V (when
+/// `vectors`) and info against A and each other.
+template <class AView, class SView, class UView, class VView, class InfoView>
+void require_disjoint_svd_storage(const char* function, const AView& A, const SView& S,
+                                  const UView& U, const VView& V, const InfoView& info,
+                                  bool vectors) {
+  require_disjoint_storage(function, {{"A", batch_storage_runs(A)}},
+                           {{"S", batch_storage_runs(S)},
+                            {"U", vectors ? batch_storage_runs(U) : StorageRuns{}},
+                            {"V", vectors ? batch_storage_runs(V) : StorageRuns{}},
+                            {"info", batch_storage_runs(info)}});
+}
 
 /// The storage of argument `argument` of matrix `matrix` of a variable-size
 /// batch (arguments are named by the caller's `names`, e.g. "A", "S").

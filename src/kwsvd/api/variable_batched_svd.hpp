@@ -78,8 +78,7 @@ class VariableBatchedSvd {
                                          std::to_string(s.rows) + " x " + std::to_string(s.cols));
       }
     }
-    Impl::require_jacobi_options<Scalar>(fn, options.tolerance, options.max_sweeps);
-    Impl::require_lanes_per_pair(fn, options.lanes_per_pair);
+    Impl::require_svd_options<Scalar>(fn, options);
     const bool vectors = options.job == Job::values_and_vectors;
     std::vector<int> blocks, empty;
     std::vector<MatrixShape> block_shapes;

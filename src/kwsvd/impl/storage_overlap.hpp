@@ -11,6 +11,7 @@
 // record by record for different spacings (up to max_records_compared
 // records, past which it reports an overlap).
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -47,6 +48,11 @@ StorageRuns batch_storage_runs(const View& v) {
   return r;
 }
 
+/// floor(a / b) for b > 0 (C++ division truncates toward zero).
+inline long long floor_quotient(long long a, long long b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
 /// Whether the byte range [first, first + length) shares a byte with some
 /// record of y.
 inline bool range_overlaps(std::uintptr_t first, std::size_t length, const StorageRuns& y) {
@@ -60,9 +66,7 @@ inline bool range_overlaps(std::uintptr_t first, std::size_t length, const Stora
   using Signed = long long;
   const Signed stride = Signed(y.stride);
   const Signed low = Signed(first) - Signed(y.first) - Signed(y.length);
-  Signed d = (low >= 0 ? low / stride : -((-low + stride - 1) / stride)) + 1;
-  if (d < 0)
-    d = 0;
+  const Signed d = std::max<Signed>(floor_quotient(low, stride) + 1, 0);
   return d <= Signed(y.count) - 1 && Signed(y.first) + d * stride < Signed(first) + Signed(length);
 }
 
@@ -86,10 +90,7 @@ inline bool storage_overlaps(const StorageRuns& x, const StorageRuns& y) {
     const Signed stride = Signed(x.stride);
     const Signed delta = Signed(x.first) - Signed(y.first);
     const Signed low = -Signed(x.length) - delta;  // j stride > low
-    const Signed floor_quotient = low >= 0 ? low / stride : -((-low + stride - 1) / stride);
-    Signed j = floor_quotient + 1;
-    if (j < -(Signed(y.count) - 1))
-      j = -(Signed(y.count) - 1);
+    const Signed j = std::max<Signed>(floor_quotient(low, stride) + 1, -(Signed(y.count) - 1));
     return j <= Signed(x.count) - 1 && delta + j * stride < Signed(y.length);
   }
   // Different spacings: each record of p that lies within q's span against
@@ -102,12 +103,8 @@ inline bool storage_overlaps(const StorageRuns& x, const StorageRuns& y) {
     const Signed stride = Signed(p.stride);
     // The first record ending past q.first, the last beginning before q.end().
     const Signed low = Signed(q.first) - Signed(p.first) - Signed(p.length);  // r stride > low
-    lo = (low >= 0 ? low / stride : -((-low + stride - 1) / stride)) + 1;
-    if (lo < 0)
-      lo = 0;
-    hi = (Signed(q.end()) - 1 - Signed(p.first)) / stride;
-    if (hi > Signed(p.count) - 1)
-      hi = Signed(p.count) - 1;
+    lo = std::max<Signed>(floor_quotient(low, stride) + 1, 0);
+    hi = std::min<Signed>((Signed(q.end()) - 1 - Signed(p.first)) / stride, Signed(p.count) - 1);
   };
   Signed x_lo, x_hi, y_lo, y_hi;
   within(x, y, x_lo, x_hi);

@@ -300,11 +300,6 @@ class WcycleLevelSolver {
       : batch_(int(shapes.size())),
         vectors_(options.job == Job::values_and_vectors),
         options_(options) {
-    if (options.instances < 0 || options.instances > 2) {
-      throw_invalid_argument(
-          fn, "options.instances",
-          "must be 0 (automatic), 1 or 2, got " + std::to_string(options.instances));
-    }
     std::vector<WorkGeometry> geometry(shapes.size());
     std::vector<MatrixShape> work(shapes.size());
     std::size_t w_size = 0, v_size = 0;
@@ -320,7 +315,7 @@ class WcycleLevelSolver {
       work[b] = {g.rows, g.cols};
       max_cols_ = std::max(max_cols_, g.cols);
     }
-    plan_limit(fn);
+    plan_limit();
     // Matrices whose working matrix fits level-0 scratch (without V) are
     // swept whole, up to tuning/whole_matrix_sweeps.hpp's column count; the
     // others are split into blocks.
@@ -620,14 +615,9 @@ class WcycleLevelSolver {
     std::vector<Task> svd, evd, v_svd, v_evd;
   };
 
-  /// The scratch bytes the groups are planned with (limit_). Throws on bad
-  /// SvdOptions::block_scratch_bytes.
-  void plan_limit(const char* fn) {
-    if (options_.block_scratch_bytes < 0) {
-      throw_invalid_argument(fn, "options.block_scratch_bytes",
-                             "must be 0 (the device's limit) or a byte count, got " +
-                                 std::to_string(options_.block_scratch_bytes));
-    }
+  /// The scratch bytes the groups are planned with (limit_).
+  /// SvdOptions::block_scratch_bytes was checked by require_svd_options.
+  void plan_limit() {
     const std::size_t device = std::size_t(team_scratch_bytes_max<ExecSpace>());
     limit_ = options_.block_scratch_bytes > 0
                  ? std::min(device, std::size_t(options_.block_scratch_bytes))
@@ -635,20 +625,14 @@ class WcycleLevelSolver {
   }
 
   /// Level widths and their GEMM plans: the caller's, or the engine's one
-  /// level. Throws on bad SvdOptions::level_widths.
+  /// level. Throws when the last of SvdOptions::level_widths (whose form
+  /// require_svd_options checked) has a Gram EVD too large for the scratch.
   void plan_levels(const std::vector<MatrixShape>& work, const char* fn) {
     if (options_.level_widths.empty()) {
       plans_.push_back(plan_wcycle_level<ExecSpace, Scalar>(work, limit_));
       widths_.push_back(plans_.back().w);
     } else {
       const auto& lw = options_.level_widths;
-      for (std::size_t h = 0; h < lw.size(); ++h) {
-        if (lw[h] < 2 || lw[h] % 2 != 0 || (h > 0 && lw[h] >= lw[h - 1]) || lw.size() > 8) {
-          throw_invalid_argument(
-              fn, "options.level_widths",
-              "must be at most 8 even widths >= 2, strictly decreasing; got " + format_widths(lw));
-        }
-      }
       if (!gram_evd_fits_within<ExecSpace, Scalar>(2 * lw.back(), limit_)) {
         throw_invalid_argument(
             fn, "options.level_widths",
@@ -662,13 +646,6 @@ class WcycleLevelSolver {
         widths_.push_back(w);
       }
     }
-  }
-
-  static std::string format_widths(const std::vector<int>& widths) {
-    std::string s = "{";
-    for (std::size_t k = 0; k < widths.size(); ++k)
-      s += (k ? ", " : "") + std::to_string(widths[k]);
-    return s + "}";
   }
 
   static Task pair_task(Scalar* data, int rows, const ColumnBlock& bi, const ColumnBlock& bj,
