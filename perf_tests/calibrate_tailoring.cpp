@@ -54,7 +54,16 @@ int main(int argc, char** argv) {
   app.add_option("-p,--precision", precision, "double or float")
       ->check(CLI::IsMember({"double", "float"}));
   app.add_option("-o,--output", output, "tuning file to write");
-  app.add_option("-d,--device", device, "device name recorded in the file");
+  // Checked here, not after minutes of measuring: the file format cuts a
+  // name at '#' or a line break, so write_tuning_file refuses those.
+  app.add_option("-d,--device", device, "device name recorded in the file")
+      ->check(
+          [](const std::string& name) -> std::string {
+            return name.find_first_of("#\r\n") == std::string::npos
+                       ? std::string()
+                       : "the device name must not hold '#' or a line break";
+          },
+          "no '#' or line break");
   CLI11_PARSE(app, argc, argv);
 
   Kokkos::ScopeGuard guard(argc, argv);
@@ -103,7 +112,12 @@ int main(int argc, char** argv) {
     table << " (the picked plan's TLP: no plan has less)\n";
   std::cout << table.str();
   kwsvd::TuningParameters p{threshold, device, output};
-  kwsvd::write_tuning_file(output, p, table.str());
+  try {
+    kwsvd::write_tuning_file(output, p, table.str());
+  } catch (const kwsvd::invalid_argument& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  }
   std::cout << "wrote " << output << " (tlp_threshold = " << p.tlp_threshold << ")\n";
   return 0;
 }

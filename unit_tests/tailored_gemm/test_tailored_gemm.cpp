@@ -558,6 +558,44 @@ TEST(TailoredGemmPlan, TuningFileRoundTripsAndBadFilesAreNamed) {
   }
   EXPECT_THROW(kwsvd::read_tuning_file(path), kwsvd::invalid_argument);
   EXPECT_THROW(kwsvd::read_tuning_file(path + ".missing"), kwsvd::invalid_argument);
+  // strtod reads these; none is a threshold a plan can reach.
+  for (const char* value : {"inf", "-inf", "nan", "1e999", "0", "12abc"}) {
+    {
+      std::ofstream bad(path);
+      bad << "tlp_threshold = " << value << "\n";
+    }
+    try {
+      kwsvd::read_tuning_file(path);
+      ADD_FAILURE() << value << " accepted";
+    } catch (const kwsvd::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("positive finite number, got '" + std::string(value)),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // Every digit survives the round trip (six significant digits would read
+  // 1234567.890625 back as 1234570).
+  kwsvd::write_tuning_file(path, {1234567.890625, "Test GPU", ""}, "");
+  EXPECT_EQ(kwsvd::read_tuning_file(path).tlp_threshold, 1234567.890625);
+  // What the file could not hold is refused before it is written.
+  const auto refused = [&](const kwsvd::TuningParameters& bad, const std::string& argument) {
+    {
+      std::ofstream keep(path);
+      keep << "tlp_threshold = 7\n";
+    }
+    try {
+      kwsvd::write_tuning_file(path, bad, "");
+      ADD_FAILURE() << argument << " accepted";
+    } catch (const kwsvd::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(argument), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(kwsvd::read_tuning_file(path).tlp_threshold, 7) << "the old file was overwritten";
+  };
+  refused({0, "Test GPU", ""}, "parameters.tlp_threshold");
+  refused({std::numeric_limits<double>::infinity(), "Test GPU", ""}, "parameters.tlp_threshold");
+  refused({std::nan(""), "Test GPU", ""}, "parameters.tlp_threshold");
+  refused({5, "GPU #1", ""}, "parameters.device");
+  refused({5, "GPU\n1", ""}, "parameters.device");
   std::remove(path.c_str());
   EXPECT_GT(kwsvd::default_tuning_parameters(true).tlp_threshold, 1);
   EXPECT_EQ(kwsvd::default_tuning_parameters(false).tlp_threshold, 1);

@@ -1,8 +1,10 @@
 #include "kwsvd/tuning/tailoring_plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "kwsvd/api/errors.hpp"
@@ -24,6 +26,11 @@ std::string trim(const std::string& s) {
     return "";
   const auto e = s.find_last_not_of(" \t\r");
   return s.substr(b, e - b + 1);
+}
+
+// A threshold a plan can reach: strtod also reads "inf" and "1e999".
+bool usable_threshold(double t) {
+  return std::isfinite(t) && t > 0;
 }
 
 }  // namespace
@@ -142,10 +149,10 @@ TuningParameters read_tuning_file(const std::string& path) {
     if (key == "tlp_threshold") {
       char* end = nullptr;
       p.tlp_threshold = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || !(p.tlp_threshold > 0)) {
+      if (value.empty() || *end != '\0' || !usable_threshold(p.tlp_threshold)) {
         Impl::throw_invalid_argument(fn, "path",
                                      "'" + path + "' line " + std::to_string(number) +
-                                         ": tlp_threshold must be a positive number, got '" +
+                                         ": tlp_threshold must be a positive finite number, got '" +
                                          value + "'");
       }
       have_threshold = true;
@@ -160,17 +167,31 @@ TuningParameters read_tuning_file(const std::string& path) {
 
 void write_tuning_file(const std::string& path, const TuningParameters& parameters,
                        const std::string& comment) {
+  constexpr const char* fn = "kwsvd::write_tuning_file";
+  // Refused before the file is touched: read_tuning_file would reject the
+  // threshold, and would cut the device name at a '#' or a line break.
+  if (!usable_threshold(parameters.tlp_threshold)) {
+    std::ostringstream got;
+    got << parameters.tlp_threshold;
+    Impl::throw_invalid_argument(fn, "parameters.tlp_threshold",
+                                 "must be a positive finite number, got " + got.str());
+  }
+  if (parameters.device.find_first_of("#\r\n") != std::string::npos) {
+    Impl::throw_invalid_argument(
+        fn, "parameters.device",
+        "must not hold '#' or a line break, got '" + parameters.device + "'");
+  }
   std::ofstream out(path);
   std::istringstream lines(comment);
   std::string line;
   while (std::getline(lines, line))
     out << "# " << line << "\n";
   out << "device = " << parameters.device << "\n";
+  // All the digits a double needs, so that the file reads back exactly.
+  out.precision(std::numeric_limits<double>::max_digits10);
   out << "tlp_threshold = " << parameters.tlp_threshold << "\n";
-  if (!out) {
-    Impl::throw_invalid_argument("kwsvd::write_tuning_file", "path",
-                                 "'" + path + "' cannot be written");
-  }
+  if (!out)
+    Impl::throw_invalid_argument(fn, "path", "'" + path + "' cannot be written");
 }
 
 TuningParameters active_tuning_parameters(bool gpu) {

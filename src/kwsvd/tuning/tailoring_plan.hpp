@@ -127,10 +127,14 @@ TuningParameters default_tuning_parameters(bool gpu);
 
 /// Reads a tuning file ("key = value" lines: tlp_threshold, device; '#'
 /// starts a comment). Throws kwsvd::invalid_argument naming the file and the
-/// line when it cannot be read or lacks tlp_threshold.
+/// line when it cannot be read, lacks tlp_threshold, or gives one that is not
+/// a positive finite number.
 TuningParameters read_tuning_file(const std::string& path);
 
-/// Writes one (what the calibration command produces). Throws on I/O errors.
+/// Writes one (what the calibration command produces), with the threshold to
+/// all its digits. Throws kwsvd::invalid_argument on I/O errors, on a
+/// threshold that is not positive and finite, and on a device name holding
+/// '#' or a line break.
 void write_tuning_file(const std::string& path, const TuningParameters& parameters,
                        const std::string& comment);
 
