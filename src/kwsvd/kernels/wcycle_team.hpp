@@ -119,25 +119,6 @@ KOKKOS_INLINE_FUNCTION int wcycle_whole_matrix_team(const Member& member, Scalar
   return sweeps;
 }
 
-/// A running sum that keeps the rounding error of every addition (Neumaier's
-/// variant of Kahan's compensated summation) and adds it back at the end: a
-/// sum of n terms is then accurate to about 2u instead of n u. The singular
-/// values are the finished columns' norms, and one lane's share of a tall
-/// column is long: 10^6 rows over 8 lanes on a GPU, or in one lane on a host
-/// backend, left float sigma 190 u and 640 u off LAPACK's. (The level-0
-/// kernel keeps its plain sums: its columns fit team scratch, so a lane sums
-/// at most a few hundred rows.)
-template <class Scalar>
-struct CompensatedSum {
-  Scalar sum = 0, error = 0;
-  KOKKOS_INLINE_FUNCTION void add(Scalar x) {
-    const Scalar t = sum + x;
-    error += kmath::fabs(sum) >= kmath::fabs(x) ? (sum - t) + x : (x - t) + sum;
-    sum = t;
-  }
-  KOKKOS_INLINE_FUNCTION Scalar value() const { return sum + error; }
-};
-
 /// norms[c] = ||w_c|| for the columns c0 <= c < c0 + cols of the converged
 /// W (M rows), 0 for a numerically zero column (resolved_squared_norm); the
 /// rows r = l, l + lanes, ... of each of `lanes` parts (the team's vector
