@@ -1,8 +1,13 @@
-// The public calls on the host execution space with host Views. In a device
-// build (CUDA, HIP) this is a second backend in the same program: a caller
-// with a few matrices already on the host can solve them there, and the
-// kernels, plans and scratch sizes must follow that execution space, not the
-// device's. On host builds it is the default execution space again.
+// The public calls on other spaces than the default ones.
+// - HostExecutionSpace: the host execution space with host Views. In a device
+//   build (CUDA, HIP) this is a second backend in the same program: a caller
+//   with a few matrices already on the host can solve them there, and the
+//   kernels, plans and scratch sizes must follow that execution space, not
+//   the device's. On host builds it is the default execution space again.
+// - SharedMemorySpaces: the default execution space on Views in Kokkos's
+//   SharedSpace and SharedHostPinnedSpace (CUDA: managed and pinned host
+//   memory; Kokkos 4.0 and later), which applications use for data both
+//   sides touch. The device reads and writes them in place.
 
 #include <gtest/gtest.h>
 
@@ -143,6 +148,72 @@ TYPED_TEST(HostExecutionSpace, GramAndGramEvd) {
     }
     EXPECT_LT(residual, 30 * u * n * norm) << "matrix " << b;
   }
+}
+
+// Fills shared Views on the host, calls on the default execution space, and
+// reads the results on the host after a fence.
+template <class T, class Space>
+void expect_accurate_in_space(int batch, int m, int n, const std::string& what) {
+  const int k = std::min(m, n);
+  Kokkos::View<T***, Kokkos::LayoutLeft, Space> A("A", batch, m, n), U("U", batch, m, k),
+      V("V", batch, n, k);
+  Kokkos::View<T**, Kokkos::LayoutLeft, Space> S("S", batch, k);
+  Kokkos::View<kwsvd::SvdInfo*, Space> info("info", batch);
+  Kokkos::fence();
+  // Outputs NaN, so that an entry never written fails the checks.
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  std::vector<std::vector<T>> mats;
+  for (int b = 0; b < batch; ++b) {
+    mats.push_back(random_matrix<T>(m, n, 60u + b + m));
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i)
+        A(b, i, j) = mats.back()[i + std::size_t(m) * j];
+    for (int l = 0; l < k; ++l) {
+      S(b, l) = nan;
+      for (int i = 0; i < m; ++i)
+        U(b, i, l) = nan;
+      for (int j = 0; j < n; ++j)
+        V(b, j, l) = nan;
+    }
+  }
+  kwsvd::batched_svd(Kokkos::DefaultExecutionSpace(), A, S, U, V, info);
+  Kokkos::fence();
+  BatchResult<T> r;
+  for (int b = 0; b < batch; ++b) {
+    std::vector<T> s(k), u(std::size_t(m) * k), v(std::size_t(n) * k);
+    for (int l = 0; l < k; ++l) {
+      s[std::size_t(l)] = S(b, l);
+      for (int i = 0; i < m; ++i)
+        u[i + std::size_t(m) * l] = U(b, i, l);
+      for (int j = 0; j < n; ++j)
+        v[j + std::size_t(n) * l] = V(b, j, l);
+    }
+    r.s.push_back(s);
+    r.u.push_back(u);
+    r.v.push_back(v);
+    r.info.push_back(info(b));
+  }
+  expect_accurate(mats, m, n, r, what);
+}
+
+template <class T>
+class SharedMemorySpaces : public ::testing::Test {};
+TYPED_TEST_SUITE(SharedMemorySpaces, Scalars);
+
+// Level 0 (32 x 32) and the blocks (200 x 150).
+TYPED_TEST(SharedMemorySpaces, DefaultExecutionSpaceReadsAndWritesThemInPlace) {
+#ifdef KOKKOS_HAS_SHARED_SPACE
+  for (auto [m, n] : {std::pair{32, 32}, std::pair{200, 150}})
+    expect_accurate_in_space<TypeParam, Kokkos::SharedSpace>(3, m, n, "SharedSpace");
+#endif
+#ifdef KOKKOS_HAS_SHARED_HOST_PINNED_SPACE
+  for (auto [m, n] : {std::pair{32, 32}, std::pair{200, 150}})
+    expect_accurate_in_space<TypeParam, Kokkos::SharedHostPinnedSpace>(3, m, n,
+                                                                       "SharedHostPinnedSpace");
+#endif
+#if !defined(KOKKOS_HAS_SHARED_SPACE) && !defined(KOKKOS_HAS_SHARED_HOST_PINNED_SPACE)
+  GTEST_SKIP() << "this Kokkos has no shared memory spaces (before 4.0)";
+#endif
 }
 
 }  // namespace
