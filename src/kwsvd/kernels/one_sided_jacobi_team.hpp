@@ -514,14 +514,14 @@ struct OneSidedJacobiScratch {
   int* rotated;   // 2 flags: "some pair rotated in this sweep", by sweep parity
 };
 
-/// A running sum that keeps the rounding error of every addition (two_sum_add;
-/// the error Neumaier's variant of Kahan's summation keeps, to the bit) and
-/// adds it back at the end: a
-/// sum of n terms is then accurate to about 2u instead of n u. Singular
-/// values are the finished columns' norms, and one lane's share of a tall
-/// column is long: in the W-cycle 10^6 rows over 8 lanes on a GPU, or in one
-/// lane on a host backend, left float sigma 190 u and 640 u off LAPACK's; in
-/// the level-0 kernel on a host backend (one lane), float 6000 x 1 23 u.
+/// A running sum that keeps the rounding error of every addition (two_sum_add:
+/// to the bit the error Neumaier's variant of Kahan's summation keeps) and
+/// adds it back at the end: a sum of n terms is then accurate to about 2u
+/// instead of n u. Singular values are the finished columns' norms, and one
+/// lane's share of a tall column is long. Summed plainly, the W-cycle's
+/// 10^6 x 4 float columns (125000 rows a lane on a GPU, all in one lane on a
+/// host backend) left sigma 190 u and 640 u off LAPACK's, and the level-0
+/// kernel's float 6000 x 1 (one lane, host) up to 23 u.
 template <class Scalar>
 struct CompensatedSum {
   Scalar sum = 0, error = 0;
