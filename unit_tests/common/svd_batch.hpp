@@ -61,6 +61,30 @@ BatchResult<T> run_svd_batch(const std::vector<std::vector<T>>& mats, int m, int
   return r;
 }
 
+/// r's outputs with every matrix's values and vector columns placed as a
+/// sorted call writes them (descending, ties by position): for checking a
+/// call with SvdOptions::sort = false.
+template <class T>
+BatchResult<T> sorted_by_value(const BatchResult<T>& r, int m, int n) {
+  BatchResult<T> sorted = r;
+  for (std::size_t b = 0; b < r.s.size(); ++b) {
+    const auto& s = r.s[b];
+    std::vector<std::size_t> order(s.size());
+    for (std::size_t l = 0; l < order.size(); ++l)
+      order[l] = l;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t x, std::size_t y) { return s[x] > s[y]; });
+    for (std::size_t l = 0; l < order.size(); ++l) {
+      sorted.s[b][l] = s[order[l]];
+      for (int i = 0; i < m; ++i)
+        sorted.u[b][i + std::size_t(m) * l] = r.u[b][i + std::size_t(m) * order[l]];
+      for (int j = 0; j < n; ++j)
+        sorted.v[b][j + std::size_t(n) * l] = r.v[b][j + std::size_t(n) * order[l]];
+    }
+  }
+  return sorted;
+}
+
 /// e1..e4 below 30 u, values descending, converged, finite input.
 template <class T>
 void expect_accurate(const std::vector<std::vector<T>>& mats, int m, int n, const BatchResult<T>& r,

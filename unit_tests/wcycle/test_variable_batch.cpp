@@ -175,6 +175,31 @@ TYPED_TEST(VariableBatch, MixedShapesInOneCallMeetSeed002Thresholds) {
   TestFixture::expect_accurate(shapes, mats, TestFixture::run(shapes, mats, {}, &svd), "mixed");
 }
 
+// SvdOptions::sort = false: the values and vectors of a sorted call to the
+// bit, each matrix's placed in the order its iteration left them (level-0
+// classes, whole-matrix sweeps and blocks alike; Wcycle's
+// UnsortedOutputsKeepTheColumnsOrder checks the order itself).
+TYPED_TEST(VariableBatch, UnsortedOutputsAreTheSortedOnesPlacedDifferently) {
+  const auto shapes = TestFixture::shapes();
+  const auto mats = TestFixture::matrices(shapes);
+  const auto sorted = TestFixture::run(shapes, mats, {});
+  kwsvd::SvdOptions options;
+  options.sort = false;
+  const auto unsorted = TestFixture::run(shapes, mats, options);
+  int placed_differently = 0;
+  for (std::size_t b = 0; b < shapes.size(); ++b) {
+    const int m = shapes[b].rows, n = shapes[b].cols;
+    const auto one = kwsvd::test::sorted_by_value<typename TestFixture::Scalar>(
+        {{unsorted.s[b]}, {unsorted.u[b]}, {unsorted.v[b]}, {unsorted.info[b]}}, m, n);
+    EXPECT_EQ(one.s[0], sorted.s[b]) << "matrix " << b;
+    EXPECT_EQ(one.u[0], sorted.u[b]) << "matrix " << b;
+    EXPECT_EQ(one.v[0], sorted.v[b]) << "matrix " << b;
+    EXPECT_EQ(unsorted.info[b].sweeps, sorted.info[b].sweeps) << "matrix " << b;
+    placed_differently += unsorted.s[b] != sorted.s[b] ? 1 : 0;
+  }
+  EXPECT_GT(placed_differently, 0);
+}
+
 // The level-0 matrices of a mixed batch are launched by size class (larger
 // extent up to 32, then the power of two that bounds it), each launch sized
 // for its own largest matrix.

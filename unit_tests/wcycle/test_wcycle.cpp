@@ -451,6 +451,66 @@ TYPED_TEST(Wcycle, LevelZeroAndBlockRotationsAgree) {
                   60 * this->unit_roundoff() * double(level0.s[b][0]));
 }
 
+// SvdOptions::sort = false (issue 6's sort option, as cuSOLVER gesvdj's
+// sort_svd = 0) places each value and its vectors where the iteration left
+// them: the same values and vectors as a sorted call to the bit, only placed
+// differently, by the level-0 kernel, the whole-matrix sweeps and the blocks.
+// Columns that are already orthogonal keep their places (zero values last,
+// their left vectors completed there).
+TYPED_TEST(Wcycle, UnsortedOutputsKeepTheColumnsOrder) {
+  using T = typename TestFixture::TestScalar;
+  using kwsvd::test::sorted_by_value;
+  kwsvd::SvdOptions unsorted;
+  unsorted.sort = false;
+  for (bool level0 : {true, false}) {
+    kwsvd::SvdOptions sorted;
+    sorted.level0 = unsorted.level0 = level0;
+    for (auto [m, n] : {std::pair{40, 24}, std::pair{24, 40}, std::pair{64, 64},
+                        std::pair{200, 150}, std::pair{150, 200}}) {
+      const std::vector<std::vector<T>> mats = {random_matrix<T>(m, n, 11u + m),
+                                                random_matrix<T>(m, n, 12u + n)};
+      const auto a = this->run(mats, m, n, sorted);
+      const auto b = sorted_by_value(this->run(mats, m, n, unsorted), m, n);
+      const std::string at =
+          std::to_string(m) + " x " + std::to_string(n) + " level0 " + std::to_string(level0);
+      EXPECT_EQ(a.s, b.s) << at;
+      EXPECT_EQ(a.u, b.u) << at;
+      EXPECT_EQ(a.v, b.v) << at;
+      this->expect_accurate(mats, m, n, b, "unsorted, " + at);
+    }
+    // A = Q diag(d): orthogonal columns of norms d, two of them zero.
+    for (auto [m, n] : {std::pair{9, 6}, std::pair{90, 60}}) {
+      const auto q = kwsvd::test::random_orthogonal(m, 5u + m);
+      std::vector<double> d(n, 0.0);
+      for (int c = 0; c < n; ++c)
+        d[std::size_t(c)] = c == 1 || c == n - 3 ? 0.0 : 1.0 + double((7 * c) % n);
+      std::vector<T> a(std::size_t(m) * n), at(std::size_t(n) * m);
+      for (int c = 0; c < n; ++c)
+        for (int i = 0; i < m; ++i) {
+          a[i + std::size_t(m) * c] = T(q[i + std::size_t(m) * c] * d[std::size_t(c)]);
+          at[c + std::size_t(n) * i] = a[i + std::size_t(m) * c];
+        }
+      std::vector<double> expected;  // the nonzero values in column order, then the zeros
+      for (double x : d)
+        if (x > 0)
+          expected.push_back(x);
+      expected.resize(std::size_t(n), 0.0);
+      const std::string where = std::to_string(m) + " x " + std::to_string(n);
+      for (bool wide : {false, true}) {
+        const int rows = wide ? n : m, cols = wide ? m : n;
+        const std::vector<std::vector<T>> mats = {wide ? at : a};
+        const auto r = this->run(mats, rows, cols, unsorted);
+        for (int l = 0; l < n; ++l)
+          EXPECT_NEAR(double(r.s[0][std::size_t(l)]), expected[std::size_t(l)],
+                      30 * this->unit_roundoff() * n)
+              << where << " wide " << wide << " level0 " << level0 << " value " << l;
+        this->expect_accurate(mats, rows, cols, sorted_by_value(r, rows, cols),
+                              "orthogonal columns, unsorted, " + where);
+      }
+    }
+  }
+}
+
 TYPED_TEST(Wcycle, EmptyBatchesAndEmptyMatrices) {
   using T = typename TestFixture::TestScalar;
   using L = typename TestFixture::TestLayout;

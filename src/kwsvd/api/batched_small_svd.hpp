@@ -209,9 +209,11 @@ SlottedSmallSvdPlan plan_slotted_small_svd(const std::vector<MatrixShape>& shape
   int lanes = small_svd_lanes(options, rows, long(shapes.size()));
   const std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
   std::vector<OneSidedJacobiShape> planned;
-  for (const auto& s : shapes)
+  for (const auto& s : shapes) {
     planned.push_back(
         plan_one_sided_jacobi<ExecSpace, Scalar>(s.rows, s.cols, vectors, lanes, limit));
+    planned.back().sorted = options.sort;
+  }
   // One compiled row loop for the group, with the most row blocks of its
   // matrices, every matrix padded to them with zero rows (as a uniform batch
   // pads to its compiled count), where each has a compiled loop of its own
@@ -330,8 +332,9 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
   int lanes = small_svd_lanes(options, rows, long(batch));
   // The row-block order follows the requested lanes even where the backend
   // runs fewer (host backends: 1), so host CI exercises the same traversal.
-  const OneSidedJacobiShape shape = plan_one_sided_jacobi<ExecSpace, Scalar>(
+  OneSidedJacobiShape shape = plan_one_sided_jacobi<ExecSpace, Scalar>(
       int(m), int(n), vectors, lanes, std::size_t(team_scratch_bytes_max<ExecSpace>()));
+  shape.sorted = options.sort;
   while (lanes > 1 && lanes > vector_length_max<ExecSpace>())
     lanes /= 2;
   const bool any_vectors = vectors && k > 0;

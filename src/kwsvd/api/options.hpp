@@ -48,6 +48,15 @@ struct SvdOptions {
   /// of its 30), hence twice dgesvj's bound. A matrix stops when it
   /// converges, so the bound costs only the matrices that would not.
   int max_sweeps = 60;
+  /// Order of the singular values and of U's and V's columns. true (the
+  /// default): descending, ties by index, as LAPACK's gesvd. false: the order
+  /// of the Jacobi iteration's columns, as cuSOLVER's gesvdj with sort_svd =
+  /// 0 (column c of A for m >= n, row c for m < n, is where value c started;
+  /// a matrix whose columns are already orthogonal keeps them in place),
+  /// except that zero singular values come last, where their left vectors are
+  /// completed. The values and vectors are the same either way, only placed
+  /// differently.
+  bool sort = true;
   /// Vector lanes that orthogonalize one column pair (the W-cycle paper's
   /// alpha x warp, §IV-B-1): 0 selects them by lanes_rule; otherwise 1, 2,
   /// 4, 8, 16 or 32. Either way clamped to what the backend supports.

@@ -151,6 +151,18 @@ KOKKOS_INLINE_FUNCTION bool sorts_before(Scalar x_l, int l, Scalar x_c, int c) {
   return x_l > x_c || (x_l == x_c && l < c);
 }
 
+/// Whether column l (norm or squared norm x_l >= 0, numerically zero ones
+/// resolved to 0) is written before column c (x_c) by an SVD: by sorts_before
+/// when `sorted` (SvdOptions::sort), else in column order with the zero
+/// values last, where the null-space completion of U expects them.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION bool svd_output_before(Scalar x_l, int l, Scalar x_c, int c, bool sorted) {
+  if (sorted)
+    return sorts_before(x_l, l, x_c, c);
+  const bool zero_l = !(x_l > Scalar(0)), zero_c = !(x_c > Scalar(0));
+  return zero_l != zero_c ? zero_c : l < c;
+}
+
 /// sum + p with the rounding error of the addition carried in `lost`
 /// (Knuth's TwoSum: sum + lost is exact up to the lost term's own rounding).
 template <class Scalar>
@@ -351,6 +363,7 @@ struct OneSidedJacobiShape {
   int cols = 0;             // N = min(m, n): columns of W
   bool transposed = false;  // W = A^T (m < n)
   bool vectors = true;
+  bool sorted = true;      // outputs in descending order (SvdOptions::sort)
   int ld_w = 0, ld_v = 0;  // leading dimensions in scratch
   int row_block_log2 = 0;  // row_block = 1 << row_block_log2
   int rows_per_lane = 0;   // compiled block count, 0: general path
@@ -754,12 +767,13 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
                        [&](const int c) { d[c] = resolved_squared_norm(d[c]); });
   member.team_barrier();
 
-  // 4. sigma_c = ||w_c||; rank of column c in descending order (ties by index).
+  // 4. sigma_c = ||w_c||; the output position of column c (descending, ties
+  //    by index, or unsorted: svd_output_before).
   const Scalar unscale = Scalar(1) / scale;
   auto rank_of = [&](const int c) {
     int rank = 0;
     for (int l = 0; l < N; ++l)
-      rank += sorts_before(d[l], l, d[c], c) ? 1 : 0;
+      rank += svd_output_before(d[l], l, d[c], c, shape.sorted) ? 1 : 0;
     return rank;
   };
   Kokkos::parallel_for(Kokkos::TeamVectorRange(member, N), [&](const int c) {

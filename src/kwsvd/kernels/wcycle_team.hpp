@@ -148,7 +148,8 @@ KOKKOS_INLINE_FUNCTION void wcycle_column_norms(const Member& member, const Scal
 /// Sigma, U and V for the columns c0 <= c < c0 + cols of the team's
 /// converged W = U Sigma (M x N) and V, given all N column norms (`norms`,
 /// scaled; wcycle_column_norms): sigma = ||w_c|| (unscaled), columns in
-/// descending order of sigma (ties by index), u = w_c / sigma, and a zero
+/// descending order of sigma (ties by index) or, unless `sorted`, in column
+/// order with zero values last (svd_output_before), u = w_c / sigma, and a zero
 /// column for sigma = 0 (no NaN; wcycle_complete_null_columns then completes
 /// those columns). When the input was transposed, the roles
 /// of U and V swap. `nonfinite` writes NaN into all of the matrix's outputs
@@ -158,7 +159,7 @@ KOKKOS_INLINE_FUNCTION void wcycle_finish_columns(
     const Member& member, const Scalar* W, std::size_t ldw, const Scalar* V, std::size_t ldv, int M,
     int N, int c0, int cols, const Scalar* norms, Scalar scale, bool transpose, bool nonfinite,
     Scalar* S, std::ptrdiff_t s_stride, const StridedMatrix<Scalar>& U_out,
-    const StridedMatrix<Scalar>& V_out, bool vectors) {
+    const StridedMatrix<Scalar>& V_out, bool vectors, bool sorted) {
   // Outputs for A (m x n): U_out m x k, V_out n x k, k = min(m, n) = N.
   if (nonfinite) {  // the matrix's first chunk poisons all of its outputs (a rare path)
     if (c0 == 0) {
@@ -176,7 +177,10 @@ KOKKOS_INLINE_FUNCTION void wcycle_finish_columns(
     int rank = 0;
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(member, N),
-        [&](const int l, int& acc) { acc += sorts_before(norms[l], l, sc, c) ? 1 : 0; }, rank);
+        [&](const int l, int& acc) {
+          acc += svd_output_before(norms[l], l, sc, c, sorted) ? 1 : 0;
+        },
+        rank);
     Kokkos::single(Kokkos::PerThread(member), [&]() { S[rank * s_stride] = sc * unscale; });
     if (!vectors)
       return;

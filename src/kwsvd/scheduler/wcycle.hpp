@@ -510,6 +510,7 @@ class WcycleLevelSolver {
     // column norms first, then each column's rank among its matrix's norms
     // and its outputs.
     Scalar* norms = norms_.data();
+    const bool sorted = options_.sort;
     if (multi_chunk)
       Kokkos::parallel_for(
           "kwsvd::wcycle_norms", Policy(exec, nchunks, Kokkos::AUTO, lanes),
@@ -547,7 +548,7 @@ class WcycleLevelSolver {
                                 Vw != nullptr ? Vw + g.v_offset : nullptr, std::size_t(g.cols),
                                 g.rows, g.cols, ch.col, ch.cols, own.data(), scale[b],
                                 g.transpose != 0, bad, slot.s, slot.s_stride, slot.u, slot.v,
-                                vectors);
+                                vectors, sorted);
           if (ch.col == 0)
             Kokkos::single(Kokkos::PerTeam(member), [&]() {
               slot.info->sweeps = sweeps[b];
