@@ -23,6 +23,30 @@ struct BatchResult {
   std::vector<kwsvd::SvdInfo> info;
 };
 
+/// A call's outputs (S, U, V, info: Views the host can read) as column-major
+/// host vectors per matrix of m x n.
+template <class T, class SView, class UView, class VView, class InfoView>
+BatchResult<T> batch_results(const SView& S, const UView& U, const VView& V, const InfoView& info,
+                             int m, int n) {
+  const int batch = int(S.extent(0)), k = std::min(m, n);
+  BatchResult<T> r;
+  for (int b = 0; b < batch; ++b) {
+    std::vector<T> s(k), u(std::size_t(m) * k), v(std::size_t(n) * k);
+    for (int l = 0; l < k; ++l) {
+      s[l] = S(b, l);
+      for (int i = 0; i < m; ++i)
+        u[i + std::size_t(m) * l] = U(b, i, l);
+      for (int j = 0; j < n; ++j)
+        v[j + std::size_t(n) * l] = V(b, j, l);
+    }
+    r.s.push_back(s);
+    r.u.push_back(u);
+    r.v.push_back(v);
+    r.info.push_back(info(b));
+  }
+  return r;
+}
+
 /// Copies mats (all m x n) to the device in Layout, runs
 /// call(A, S, U, V, info) with outputs pre-filled with NaN (so an entry never
 /// written fails the checks) and brings the results back.
@@ -39,26 +63,10 @@ BatchResult<T> run_svd_batch(const std::vector<std::vector<T>>& mats, int m, int
   fill(V, nan);
   fill(S, nan);
   call(A, S, U, V, info);
-  auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
-  auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U);
-  auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), V);
-  auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
-  BatchResult<T> r;
-  for (int b = 0; b < batch; ++b) {
-    std::vector<T> s(k), u(std::size_t(m) * k), v(std::size_t(n) * k);
-    for (int l = 0; l < k; ++l) {
-      s[l] = hs(b, l);
-      for (int i = 0; i < m; ++i)
-        u[i + std::size_t(m) * l] = hu(b, i, l);
-      for (int j = 0; j < n; ++j)
-        v[j + std::size_t(n) * l] = hv(b, j, l);
-    }
-    r.s.push_back(s);
-    r.u.push_back(u);
-    r.v.push_back(v);
-    r.info.push_back(hi(b));
-  }
-  return r;
+  return batch_results<T>(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S),
+                          Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U),
+                          Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), V),
+                          Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info), m, n);
 }
 
 /// r's outputs with every matrix's values and vector columns placed as a

@@ -178,22 +178,7 @@ void expect_accurate_in_space(int batch, int m, int n, const std::string& what) 
   }
   kwsvd::batched_svd(Kokkos::DefaultExecutionSpace(), A, S, U, V, info);
   Kokkos::fence();
-  BatchResult<T> r;
-  for (int b = 0; b < batch; ++b) {
-    std::vector<T> s(k), u(std::size_t(m) * k), v(std::size_t(n) * k);
-    for (int l = 0; l < k; ++l) {
-      s[std::size_t(l)] = S(b, l);
-      for (int i = 0; i < m; ++i)
-        u[i + std::size_t(m) * l] = U(b, i, l);
-      for (int j = 0; j < n; ++j)
-        v[j + std::size_t(n) * l] = V(b, j, l);
-    }
-    r.s.push_back(s);
-    r.u.push_back(u);
-    r.v.push_back(v);
-    r.info.push_back(info(b));
-  }
-  expect_accurate(mats, m, n, r, what);
+  expect_accurate(mats, m, n, kwsvd::test::batch_results<T>(S, U, V, info, m, n), what);
 }
 
 template <class T>
