@@ -27,22 +27,6 @@
 #include "kwsvd/scheduler/wcycle.hpp"
 
 namespace kwsvd {
-namespace Impl {
-
-/// info = {0 sweeps, converged, finite} for the `count` matrices of `slots`
-/// (matrices with no singular values).
-template <class ExecSpace, class Scalar>
-void report_converged(const ExecSpace& exec, const IndexedSlots<Scalar>& slots, int count) {
-  if (count == 0)
-    return;
-  Kokkos::parallel_for(
-      "kwsvd::batched_svd_empty", Kokkos::RangePolicy<ExecSpace>(exec, 0, count),
-      KOKKOS_LAMBDA(const int t) {
-        *slots(t).info = SvdInfo{0, 1, 0};
-      });
-}
-
-}  // namespace Impl
 
 /// A reusable SVD of a variable-size batch: the constructor takes every
 /// matrix's shape, sorts the matrices into the level-0 group and the

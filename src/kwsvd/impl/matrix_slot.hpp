@@ -37,18 +37,6 @@ bool same_slot(const MatrixSlot<Scalar>& x, const MatrixSlot<Scalar>& y) {
          same_matrix(x.v, y.v) && x.info == y.info;
 }
 
-/// info[b stride] = {0 sweeps, converged, finite} for every b < batch
-/// (matrices with no singular values).
-template <class ExecSpace>
-void report_converged(const ExecSpace& exec, SvdInfo* info, std::ptrdiff_t stride,
-                      std::size_t batch) {
-  Kokkos::parallel_for(
-      "kwsvd::batched_svd_empty", Kokkos::RangePolicy<ExecSpace>(exec, 0, batch),
-      KOKKOS_LAMBDA(const std::size_t b) {
-        info[std::ptrdiff_t(b) * stride] = SvdInfo{0, 1, 0};
-      });
-}
-
 /// Slots of a uniform batch: matrix b at a fixed batch stride from matrix 0.
 template <class Scalar>
 struct UniformSlots {
@@ -76,6 +64,29 @@ struct IndexedSlots {
   const int* index = nullptr;
   KOKKOS_INLINE_FUNCTION MatrixSlot<Scalar> operator()(int b) const { return slots[index[b]]; }
 };
+
+/// info = {0 sweeps, converged, finite} for the matrices of a call that
+/// have no singular values: info[b stride] for every b < batch (a uniform
+/// batch), or the `count` matrices of `slots` (a variable one).
+template <class ExecSpace>
+void report_converged(const ExecSpace& exec, SvdInfo* info, std::ptrdiff_t stride,
+                      std::size_t batch) {
+  Kokkos::parallel_for(
+      "kwsvd::batched_svd_empty", Kokkos::RangePolicy<ExecSpace>(exec, 0, batch),
+      KOKKOS_LAMBDA(const std::size_t b) {
+        info[std::ptrdiff_t(b) * stride] = SvdInfo{0, 1, 0};
+      });
+}
+template <class ExecSpace, class Scalar>
+void report_converged(const ExecSpace& exec, const IndexedSlots<Scalar>& slots, int count) {
+  if (count == 0)
+    return;
+  Kokkos::parallel_for(
+      "kwsvd::batched_svd_empty", Kokkos::RangePolicy<ExecSpace>(exec, 0, count),
+      KOKKOS_LAMBDA(const int t) {
+        *slots(t).info = SvdInfo{0, 1, 0};
+      });
+}
 
 /// The uniform slots of rank-3 Views A, U, V, rank-2 S and rank-1 info.
 template <class Scalar, class AView, class SView, class UView, class VView, class InfoView>

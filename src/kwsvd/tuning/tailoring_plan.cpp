@@ -165,6 +165,12 @@ TuningParameters read_tuning_file(const std::string& path) {
   return p;
 }
 
+std::string tuning_device_name_problem(const std::string& device) {
+  if (device.find_first_of("#\r\n") == std::string::npos)
+    return "";
+  return "must not hold '#' or a line break, got '" + device + "'";
+}
+
 void write_tuning_file(const std::string& path, const TuningParameters& parameters,
                        const std::string& comment) {
   constexpr const char* fn = "kwsvd::write_tuning_file";
@@ -176,11 +182,8 @@ void write_tuning_file(const std::string& path, const TuningParameters& paramete
     Impl::throw_invalid_argument(fn, "parameters.tlp_threshold",
                                  "must be a positive finite number, got " + got.str());
   }
-  if (parameters.device.find_first_of("#\r\n") != std::string::npos) {
-    Impl::throw_invalid_argument(
-        fn, "parameters.device",
-        "must not hold '#' or a line break, got '" + parameters.device + "'");
-  }
+  if (const std::string problem = tuning_device_name_problem(parameters.device); !problem.empty())
+    Impl::throw_invalid_argument(fn, "parameters.device", problem);
   std::ofstream out(path);
   std::istringstream lines(comment);
   std::string line;

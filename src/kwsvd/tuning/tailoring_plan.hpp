@@ -131,6 +131,11 @@ TuningParameters default_tuning_parameters(bool gpu);
 /// a positive finite number.
 TuningParameters read_tuning_file(const std::string& path);
 
+/// Why a tuning file cannot record `device` as its device name ("must not hold
+/// '#' or a line break, got '...'": read_tuning_file would cut it there), or
+/// "" when it can. write_tuning_file and kwsvd-calibrate's --device check it.
+std::string tuning_device_name_problem(const std::string& device);
+
 /// Writes one (what the calibration command produces), with the threshold to
 /// all its digits. Throws kwsvd::invalid_argument on I/O errors, on a
 /// threshold that is not positive and finite, and on a device name holding
