@@ -219,6 +219,12 @@ void finish(benchmark::State& state, const ContiguousBatch<T>& data, bool vector
 // --lanes-per-pair=, --job=, --level0=).
 kwsvd::SvdOptions suite_options;
 
+// Device memory a solver asked for beyond its inputs and outputs: kwsvd's
+// workspace_bytes(), cuSOLVER's lwork elements.
+void record_workspace(benchmark::State& state, double bytes) {
+  state.counters["workspace_MB"] = bytes / 1e6;
+}
+
 void record_plan(benchmark::State& state, const kwsvd::WcyclePlanSummary& summary) {
   state.counters["levels"] = summary.levels;
   state.counters["pair_svds_per_sweep"] = double(summary.pair_svds);
@@ -247,6 +253,7 @@ void run_kwsvd(benchmark::State& state, const Point& point) {
     });
     state.counters["w"] = svd.block_width();
     record_plan(state, svd.plan_summary());
+    record_workspace(state, double(svd.workspace_bytes()));
   } else {
     kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), point.shapes, suite_options);
     timed_loop(state, [&]() {
@@ -260,6 +267,7 @@ void run_kwsvd(benchmark::State& state, const Point& point) {
     state.counters["level0_matrices"] = svd.level0_count();
     state.counters["level0_launches"] = svd.level0_launches();
     record_plan(state, svd.plan_summary());
+    record_workspace(state, double(svd.workspace_bytes()));
   }
   kwsvd::bench::record_convergence(state, info);
   finish(state, data, vectors);
@@ -306,6 +314,7 @@ void run_gesvdj_batched(benchmark::State& state, const Point& point) {
       [&]() { Kokkos::deep_copy(work_a, data.a); });
   data.take_leading_columns(full_u, full_v);
   finish(state, data);
+  record_workspace(state, double(lwork) * sizeof(T));
 }
 
 // One gesvdj per matrix (any mix of shapes), one stream.
@@ -342,6 +351,7 @@ void run_gesvdj_loop(benchmark::State& state, const Point& point) {
       },
       [&]() { Kokkos::deep_copy(work_a, data.a); });
   finish(state, data);
+  record_workspace(state, double(lwork) * sizeof(T));
 }
 
 template <class T>
@@ -367,6 +377,7 @@ void run_gesvda(benchmark::State& state, const Point& point) {
                   work.data(), lwork, info.data(), resid.data(), batch) == CUSOLVER_STATUS_SUCCESS;
   });
   finish(state, data);
+  record_workspace(state, double(lwork) * sizeof(T));
 }
 #endif
 

@@ -6,6 +6,7 @@
 //
 //   example_02_reused_handle [--batch N] [--steps S]
 
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,13 +34,19 @@ int main(int argc, char** argv) {
   Kokkos::View<double**, Kokkos::LayoutLeft> S("sigma", batch, n);
   Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
 
-  // Plans the block width and allocates the workspace once.
+  // The device memory the handle will hold, known before it allocates any
+  // (a program short of memory would split its batch by it).
   kwsvd::SvdOptions options;
   options.job = kwsvd::Job::values;
+  const std::size_t workspace =
+      kwsvd::BatchedSvd<Exec, double>::planned_workspace_bytes(exec, batch, m, n, options);
+
+  // Plans the block width and allocates the workspace once.
   kwsvd::BatchedSvd<Exec, double> svd(exec, batch, m, n, options);
-  std::printf("%d matrices of %d x %d: %s\n", batch, m, n,
+  std::printf("%d matrices of %d x %d: %s, workspace %.1f KiB\n", batch, m, n,
               svd.level0() ? "level-0 kernel"
-                           : ("W-cycle, block width " + std::to_string(svd.block_width())).c_str());
+                           : ("W-cycle, block width " + std::to_string(svd.block_width())).c_str(),
+              double(workspace) / 1024.0);
 
   for (int step = 0; step < steps; ++step) {
     // The application's kernel: a smooth matrix plus a step-dependent bump.

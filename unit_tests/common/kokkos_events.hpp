@@ -26,10 +26,24 @@ struct KokkosEvents {
       return dst_space == "Host" && (except.empty() || dst_label != except);
     }
   };
+  struct Allocation {
+    std::string label, space;
+    std::uint64_t bytes;
+  };
   std::vector<std::string> allocations;  // "label (space, bytes)", bytes > 0
+  std::vector<Allocation> allocated;     // the same, as records
   std::vector<Copy> copies;
   std::vector<std::string> fences;  // their names
 
+  /// Bytes allocated in memory space `space` (its name()) under labels that
+  /// start with `prefix`.
+  std::uint64_t bytes_allocated(const std::string& space, const std::string& prefix) const {
+    std::uint64_t sum = 0;
+    for (const auto& a : allocated)
+      if (a.space == space && a.label.compare(0, prefix.size(), prefix) == 0)
+        sum += a.bytes;
+    return sum;
+  }
   /// Copies into host memory from memory that is not the host's.
   int device_to_host_copies() const {
     return int(std::count_if(copies.begin(), copies.end(), [](const Copy& c) {
@@ -100,9 +114,11 @@ class KokkosEventRecorder {
   // that asks for no level-1 scratch, and allocates no memory for it.
   static void on_allocate(const Kokkos::Tools::SpaceHandle space, const char* label, const void*,
                           const std::uint64_t bytes) {
-    if (current() != nullptr && bytes > 0)
-      current()->allocations.push_back(std::string(label) + " (" + space_name(space) + ", " +
-                                       std::to_string(bytes) + " bytes)");
+    if (current() == nullptr || bytes == 0)
+      return;
+    current()->allocations.push_back(std::string(label) + " (" + space_name(space) + ", " +
+                                     std::to_string(bytes) + " bytes)");
+    current()->allocated.push_back({label, space_name(space), bytes});
   }
   static void on_deep_copy(Kokkos::Tools::SpaceHandle dst, const char* dst_label, const void*,
                            Kokkos::Tools::SpaceHandle src, const char*, const void*,

@@ -385,6 +385,62 @@ TYPED_TEST(VariableBatch, PointerArraysMatchTheViewsForm) {
   }
 }
 
+// workspace_bytes() is what the handle's constructor allocated in the
+// execution space's memory, to the byte, and planned_workspace_bytes() gives
+// the same number beforehand without allocating: a batch of level-0 size
+// classes, matrices swept whole, blocked ones and empty ones; values only;
+// an empty batch. The slots and the W-cycle's working copies are part of it.
+TYPED_TEST(VariableBatch, WorkspaceBytesAreWhatTheHandleAllocates) {
+  using T = typename TestFixture::Scalar;
+  const std::string memory = Exec::memory_space::name();
+  kwsvd::SvdOptions values;
+  values.job = kwsvd::Job::values;
+  const auto shapes = TestFixture::shapes();
+  struct Case {
+    std::vector<MatrixShape> shapes;
+    kwsvd::SvdOptions options;
+    const char* what;
+  };
+  for (const Case& c : {Case{shapes, {}, "mixed"}, Case{shapes, values, "values only"},
+                        Case{{}, {}, "empty batch"}}) {
+    SCOPED_TRACE(c.what);
+    kwsvd::test::KokkosEvents planning, construction;
+    std::size_t planned = 0, held = 0;
+    {
+      kwsvd::test::KokkosEventRecorder recorder(planning);
+      planned =
+          kwsvd::VariableBatchedSvd<Exec, T>::planned_workspace_bytes(Exec(), c.shapes, c.options);
+    }
+    EXPECT_TRUE(planning.allocations.empty()) << planning.allocation_list();
+    EXPECT_TRUE(planning.copies.empty());
+    std::size_t working = 0;  // the W-cycle's copies of its matrices (and V)
+    {
+      kwsvd::test::KokkosEventRecorder recorder(construction);
+      kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), c.shapes, c.options);
+      held = svd.workspace_bytes();
+      EXPECT_EQ(svd.level0_count() > 0, !c.shapes.empty());
+      EXPECT_EQ(svd.block_count() > 0, !c.shapes.empty());
+    }
+    EXPECT_EQ(planned, held);
+    EXPECT_EQ(construction.bytes_allocated(memory, "kwsvd::"), held)
+        << construction.allocation_list();
+    if (c.shapes.empty()) {
+      EXPECT_EQ(held, 0u);
+      continue;
+    }
+    for (const auto& a : construction.allocated)
+      if (a.label == "kwsvd::W" || a.label == "kwsvd::V")
+        working += a.bytes;
+    EXPECT_GE(held, working + c.shapes.size() * sizeof(kwsvd::Impl::MatrixSlot<T>));
+    EXPECT_GT(working, std::size_t(130 * 70) * sizeof(T));
+  }
+  const std::string e = error_of([] {
+    kwsvd::VariableBatchedSvd<Exec, T>::planned_workspace_bytes(Exec(), {{3, 4}, {-1, 2}});
+  });
+  EXPECT_NE(e.find("kwsvd::VariableBatchedSvd::planned_workspace_bytes"), std::string::npos) << e;
+  EXPECT_NE(e.find("shapes[1]"), std::string::npos) << e;
+}
+
 // A reused handle allocates nothing after its first call, in the Views form
 // and the pointer-array form, and a call reads back at most one small value
 // per sweep of its block rotations (issue 6, items 3 and 4) and waits for

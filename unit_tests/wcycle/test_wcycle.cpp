@@ -690,6 +690,122 @@ TYPED_TEST(Wcycle, ReusedHandleAllocatesNothingAndReadsBackOnceASweep) {
   }
 }
 
+// workspace_bytes() is what the handle's constructor allocated in the
+// execution space's memory, to the byte, and planned_workspace_bytes() gives
+// the same number beforehand without allocating or copying anything: for the
+// blocked W-cycle (with and without V, two parts, two levels, pair SVDs),
+// matrices swept whole, level 0 and empty batches. The W-cycle's working
+// copies of A (and V) are part of it.
+TYPED_TEST(Wcycle, WorkspaceBytesAreWhatTheHandleAllocates) {
+  using T = typename TestFixture::TestScalar;
+  const bool dbl = sizeof(T) == 8;
+  struct Shape {
+    int batch, m, n;
+    const char* what;
+    kwsvd::SvdOptions options;
+  };
+  kwsvd::SvdOptions blocked, values, parts, levels, pairs, whole, level0;
+  for (auto* o : {&blocked, &values, &parts, &levels, &pairs, &whole})
+    o->block_scratch_bytes = 32768;
+  blocked.level0 = values.level0 = parts.level0 = levels.level0 = pairs.level0 = false;
+  values.job = kwsvd::Job::values;
+  parts.instances = 2;
+  levels.level_widths = dbl ? std::vector<int>{32, 16} : std::vector<int>{48, 24};
+  pairs.pair_svd = true;
+  const std::string memory = Exec::memory_space::name();
+  for (const Shape& c :
+       {Shape{3, 90, 80, "blocked", blocked}, Shape{3, 90, 80, "values only", values},
+        Shape{4, 40, 130, "wide, two parts", parts},
+        Shape{2, 180, dbl ? 96 : 150, "two levels", levels}, Shape{3, 60, 64, "pair SVDs", pairs},
+        Shape{3, dbl ? 60 : 120, dbl ? 60 : 64, "whole", whole},
+        Shape{5, 12, 10, "level 0", level0}, Shape{0, 90, 80, "empty batch", blocked},
+        Shape{3, 0, 80, "empty matrices", blocked}}) {
+    SCOPED_TRACE(c.what);
+    kwsvd::test::KokkosEvents planning, construction;
+    std::size_t planned = 0;
+    {
+      kwsvd::test::KokkosEventRecorder recorder(planning);
+      planned =
+          kwsvd::BatchedSvd<Exec, T>::planned_workspace_bytes(Exec(), c.batch, c.m, c.n, c.options);
+    }
+    EXPECT_TRUE(planning.allocations.empty()) << planning.allocation_list();
+    EXPECT_TRUE(planning.copies.empty());
+    std::size_t held = 0;
+    {
+      kwsvd::test::KokkosEventRecorder recorder(construction);
+      kwsvd::BatchedSvd<Exec, T> svd(Exec(), c.batch, c.m, c.n, c.options);
+      held = svd.workspace_bytes();
+      const auto plan = svd.plan_summary();
+      if (c.options.instances == 2) {
+        EXPECT_EQ(plan.instances, 2);
+      }
+      if (!c.options.level_widths.empty()) {
+        EXPECT_EQ(plan.levels, 2);
+      }
+      if (c.options.pair_svd) {
+        EXPECT_GT(plan.pair_svds, 0);
+      }
+      if (c.options.level0 && std::string(c.what) == "whole") {
+        EXPECT_EQ(plan.whole_matrices, c.batch);
+      }
+    }
+    EXPECT_EQ(planned, held);
+    EXPECT_EQ(construction.bytes_allocated(memory, "kwsvd::"), held)
+        << construction.allocation_list();
+    const std::size_t big = std::size_t(std::max(c.m, c.n)),
+                      small = std::size_t(std::min(c.m, c.n));
+    const std::size_t working = std::size_t(c.batch) * big * small * sizeof(T);
+    const std::size_t v = std::size_t(c.batch) * small * small * sizeof(T);
+    if (std::string(c.what) == "level 0" || c.batch == 0 || small == 0) {
+      EXPECT_EQ(held, 0u);
+    } else {
+      EXPECT_GE(held, working + (c.options.job == kwsvd::Job::values ? 0 : v));
+    }
+  }
+  // Values only holds no V, so less than the call with vectors by V's bytes.
+  const std::size_t with_v =
+      kwsvd::BatchedSvd<Exec, T>::planned_workspace_bytes(Exec(), 3, 90, 80, blocked);
+  const std::size_t without_v =
+      kwsvd::BatchedSvd<Exec, T>::planned_workspace_bytes(Exec(), 3, 90, 80, values);
+  EXPECT_GE(with_v, without_v + 3 * 80 * 80 * sizeof(T));
+  // The query checks its arguments as the constructor does, under its own name.
+  const std::string e =
+      error_of([] { kwsvd::BatchedSvd<Exec, T>::planned_workspace_bytes(Exec(), -1, 4, 4); });
+  EXPECT_NE(e.find("kwsvd::BatchedSvd::planned_workspace_bytes"), std::string::npos) << e;
+  EXPECT_NE(e.find("batch, m, n"), std::string::npos) << e;
+}
+
+// A workspace the memory cannot hold is reported as kwsvd::out_of_memory, a
+// std::bad_alloc whose message names the handle, the buffer, its size and the
+// way out (planned_workspace_bytes, a split batch): 2^20 matrices of 4096 x
+// 4096 want 141 TB for the working copy alone, more than any host or device
+// has (the handle allocates it before it plans the steps).
+TEST(WcycleWorkspace, TooLargeIsReportedAsOutOfMemoryNamingTheBuffer) {
+  std::string message;
+  try {
+    kwsvd::BatchedSvd<Exec, double> svd(Exec(), 1L << 20, 4096, 4096);
+    ADD_FAILURE() << "a 141 TB workspace was allocated";
+  } catch (const std::bad_alloc& e) {
+    EXPECT_NE(dynamic_cast<const kwsvd::out_of_memory*>(&e), nullptr);
+    message = e.what();
+  }
+  EXPECT_NE(message.find("kwsvd::BatchedSvd:"), std::string::npos) << message;
+  EXPECT_NE(message.find("'kwsvd::W'"), std::string::npos) << message;
+  EXPECT_NE(message.find("141 TB (140737488355328 bytes)"), std::string::npos) << message;
+  EXPECT_NE(message.find(Exec::memory_space::name()), std::string::npos) << message;
+  EXPECT_NE(message.find("planned_workspace_bytes"), std::string::npos) << message;
+  // The process goes on: a handle of a size that fits still works.
+  const auto mats = std::vector<std::vector<double>>{random_matrix<double>(90, 80, 5u)};
+  const auto A = kwsvd::test::to_device<double, Kokkos::LayoutLeft>(mats, 90, 80);
+  Kokkos::View<double**, Kokkos::LayoutLeft> S("S", 1, 80);
+  Kokkos::View<kwsvd::SvdInfo*> info("info", 1);
+  kwsvd::SvdOptions options;
+  options.level0 = false;
+  kwsvd::batched_svd(Exec(), A, S, info, options);
+  auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+  EXPECT_EQ(hi(0).converged, 1);
+}
+
 // A call on the caller's instance (on a GPU a stream of its own, here with
 // the batch's two parts on two more streams) follows the work queued on it
 // before, unfenced, and is complete once that instance alone is fenced: A is

@@ -4,6 +4,7 @@
 // scratch go to the level-0 one-sided Jacobi kernel (batched_small_svd); the
 // others to the W-cycle scheduler (scheduler/wcycle.hpp).
 
+#include <cstddef>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -28,22 +29,24 @@ class BatchedSvd {
   /// Plans for `batch` matrices of m x n. Throws kwsvd::invalid_argument on
   /// negative extents or bad options.
   BatchedSvd(const ExecSpace& exec, long batch, long m, long n, const SvdOptions& options = {})
-      : exec_(exec), batch_(batch), m_(m), n_(n), options_(options) {
-    constexpr const char* fn = "kwsvd::BatchedSvd";
-    if (batch < 0 || m < 0 || n < 0 || batch > (1L << 30) || m > (1L << 24) || n > (1L << 24)) {
-      Impl::throw_invalid_argument(fn, "batch, m, n",
-                                   "must be non-negative and at most 2^30, 2^24, 2^24; got " +
-                                       std::to_string(batch) + ", " + std::to_string(m) + ", " +
-                                       std::to_string(n));
-    }
-    Impl::require_svd_options<Scalar>(fn, options);
-    level0_ =
-        options.level0 && Impl::solves_at_level0<Scalar, ExecSpace>(int(m), int(n), options.job);
-    if (!level0_ && batch > 0 && m > 0 && n > 0)
-      solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(
-          exec, std::vector<MatrixShape>(std::size_t(batch), MatrixShape{int(m), int(n)}), options,
-          fn);
+      : BatchedSvd(exec, batch, m, n, options, true, "kwsvd::BatchedSvd") {}
+
+  /// Bytes of device memory (ExecSpace's memory space) that a BatchedSvd of
+  /// these arguments holds: what workspace_bytes() of one would report, found
+  /// by planning it without allocating anything (cuSOLVER's *_bufferSize).
+  /// Checks its arguments as the constructor does. Kokkos's own buffers
+  /// (team scratch, reductions, the streams' instances) are not included.
+  static std::size_t planned_workspace_bytes(const ExecSpace& exec, long batch, long m, long n,
+                                             const SvdOptions& options = {}) {
+    return BatchedSvd(exec, batch, m, n, options, false,
+                      "kwsvd::BatchedSvd::planned_workspace_bytes")
+        .workspace_bytes();
   }
+
+  /// Bytes of device memory this handle holds: the W-cycle's working copy of
+  /// the matrices (and of V), its per-step buffers and task lists; 0 for
+  /// shapes solved at level 0, which need only team scratch.
+  std::size_t workspace_bytes() const { return solver_.workspace_bytes(); }
 
   /// True when the shape runs in the level-0 kernel (no block rotations).
   bool level0() const { return level0_; }
@@ -80,6 +83,26 @@ class BatchedSvd {
   }
 
  private:
+  // `allocate` false: plan only, for planned_workspace_bytes (`fn` names
+  // the entry point in error messages).
+  BatchedSvd(const ExecSpace& exec, long batch, long m, long n, const SvdOptions& options,
+             bool allocate, const char* fn)
+      : exec_(exec), batch_(batch), m_(m), n_(n), options_(options) {
+    if (batch < 0 || m < 0 || n < 0 || batch > (1L << 30) || m > (1L << 24) || n > (1L << 24)) {
+      Impl::throw_invalid_argument(fn, "batch, m, n",
+                                   "must be non-negative and at most 2^30, 2^24, 2^24; got " +
+                                       std::to_string(batch) + ", " + std::to_string(m) + ", " +
+                                       std::to_string(n));
+    }
+    Impl::require_svd_options<Scalar>(fn, options);
+    level0_ =
+        options.level0 && Impl::solves_at_level0<Scalar, ExecSpace>(int(m), int(n), options.job);
+    if (!level0_ && batch > 0 && m > 0 && n > 0)
+      solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(
+          exec, std::vector<MatrixShape>(std::size_t(batch), MatrixShape{int(m), int(n)}), options,
+          fn, allocate);
+  }
+
   template <class AView, class SView, class UView, class VView, class InfoView>
   void run(const AView& A, const SView& S, const UView& U, const VView& V, const InfoView& info,
            bool vectors) {

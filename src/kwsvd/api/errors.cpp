@@ -1,6 +1,7 @@
 #include "kwsvd/api/errors.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -32,6 +33,37 @@ std::string indexed_name(const char* name, std::size_t b) {
   std::string s(name);
   s.append("[").append(std::to_string(b)).append("]");
   return s;
+}
+
+std::string format_bytes(std::size_t bytes) {
+  std::ostringstream out;
+  out.precision(3);
+  const double b = double(bytes);
+  if (b >= 1e12)
+    out << b / 1e12 << " TB (";
+  else if (b >= 1e9)
+    out << b / 1e9 << " GB (";
+  else if (b >= 1e6)
+    out << b / 1e6 << " MB (";
+  else if (b >= 1e3)
+    out << b / 1e3 << " kB (";
+  else
+    return std::to_string(bytes) + " bytes";
+  out << bytes << " bytes)";
+  return out.str();
+}
+
+void throw_out_of_memory(const char* function, const std::string& label, std::size_t bytes,
+                         std::size_t held, const char* space, const char* cause) {
+  std::string backend(cause);  // Kokkos 3's message ends in line breaks
+  while (!backend.empty() && std::isspace(static_cast<unsigned char>(backend.back())))
+    backend.pop_back();
+  throw kwsvd::out_of_memory(std::string(function) + ": could not allocate workspace buffer '" +
+                             label + "' of " + format_bytes(bytes) + " in " + space +
+                             " memory, with " + format_bytes(held) +
+                             " of the workspace allocated before it (" + backend +
+                             "); planned_workspace_bytes() tells the whole workspace a batch "
+                             "needs: split the batch into parts that fit");
 }
 
 void throw_invalid_argument(const char* function, const char* argument,

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <initializer_list>
 #include <limits>
+#include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -20,7 +22,31 @@ class invalid_argument : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+/// Thrown when a handle cannot allocate its workspace. A std::bad_alloc, as
+/// a failed new is; the message names the function, the buffer, its size and
+/// the memory space (the handles' planned_workspace_bytes() tell beforehand
+/// how much a batch needs).
+class out_of_memory : public std::bad_alloc {
+ public:
+  explicit out_of_memory(const std::string& message)
+      : message_(std::make_shared<const std::string>(message)) {}
+  const char* what() const noexcept override { return message_->c_str(); }
+
+ private:
+  std::shared_ptr<const std::string> message_;  // shared: copying must not throw
+};
+
 namespace Impl {
+
+/// "1.5 GB (1500000000 bytes)": a byte count for a message.
+std::string format_bytes(std::size_t bytes);
+
+/// Throws kwsvd::out_of_memory for a workspace buffer `label` of `bytes`
+/// in memory space `space` that could not be allocated after `held` bytes of
+/// the same workspace were; `cause` is the backend's message.
+[[noreturn]] void throw_out_of_memory(const char* function, const std::string& label,
+                                      std::size_t bytes, std::size_t held, const char* space,
+                                      const char* cause);
 
 /// "(a, b, c)" for a list of extents.
 std::string format_extents(std::initializer_list<std::size_t> extents);

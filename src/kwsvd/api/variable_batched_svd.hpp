@@ -13,6 +13,7 @@
 // per call; the entries themselves are never touched on the host.
 
 #include <algorithm>
+#include <cstddef>
 #include <initializer_list>
 #include <map>
 #include <string>
@@ -47,62 +48,25 @@ class VariableBatchedSvd {
   /// kwsvd::invalid_argument on negative or oversized extents or bad options.
   VariableBatchedSvd(const ExecSpace& exec, const std::vector<MatrixShape>& shapes,
                      const SvdOptions& options = {})
-      : exec_(exec), shapes_(shapes), options_(options) {
-    constexpr const char* fn = "kwsvd::VariableBatchedSvd";
-    if (shapes.size() > (std::size_t(1) << 30)) {
-      Impl::throw_invalid_argument(
-          fn, "shapes", "must hold at most 2^30 matrices, got " + std::to_string(shapes.size()));
-    }
-    for (std::size_t b = 0; b < shapes.size(); ++b) {
-      const auto& s = shapes[b];
-      if (s.rows < 0 || s.cols < 0 || s.rows > (1 << 24) || s.cols > (1 << 24)) {
-        const std::string arg = "shapes[" + std::to_string(b) + "]";
-        Impl::throw_invalid_argument(fn, arg.c_str(),
-                                     "must have rows and cols in [0, 2^24], got " +
-                                         std::to_string(s.rows) + " x " + std::to_string(s.cols));
-      }
-    }
-    Impl::require_svd_options<Scalar>(fn, options);
-    const bool vectors = options.job == Job::values_and_vectors;
-    std::vector<int> blocks, empty;
-    std::vector<MatrixShape> block_shapes;
-    // Level-0 matrices by size class, smallest class first.
-    std::map<int, std::pair<std::vector<int>, std::vector<MatrixShape>>> level0;
-    for (std::size_t b = 0; b < shapes.size(); ++b) {
-      const auto& s = shapes[b];
-      if (s.rows == 0 || s.cols == 0) {
-        empty.push_back(int(b));
-      } else if (options.level0 &&
-                 Impl::solves_at_level0<Scalar, ExecSpace>(s.rows, s.cols, options.job)) {
-        auto& group = level0[Impl::level0_size_class(s)];
-        group.first.push_back(int(b));
-        group.second.push_back(s);
-      } else {
-        blocks.push_back(int(b));
-        block_shapes.push_back(s);
-      }
-    }
-    block_count_ = int(blocks.size());
-    empty_count_ = int(empty.size());
-    for (const auto& [size_class, group] : level0) {
-      Level0Group g;
-      g.count = int(group.first.size());
-      g.index = Impl::copy_to_device<memory_space>(group.first, "kwsvd::level0_index");
-      g.plan = Impl::plan_slotted_small_svd<ExecSpace, Scalar>(group.second, vectors, options);
-      g.shapes = Impl::copy_to_device<memory_space>(g.plan.shapes, "kwsvd::level0_shapes");
-      level0_groups_.push_back(std::move(g));
-    }
-    block_index_ = Impl::copy_to_device<memory_space>(blocks, "kwsvd::block_index");
-    empty_index_ = Impl::copy_to_device<memory_space>(empty, "kwsvd::empty_index");
-    if (!blocks.empty())
-      solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(exec, block_shapes, options,
-                                                           "kwsvd::VariableBatchedSvd");
-    slots_ = Kokkos::View<Impl::MatrixSlot<Scalar>*, memory_space>("kwsvd::slots", shapes.size());
-    host_slots_ = Kokkos::create_mirror_view(slots_);
-    staged_.resize(shapes.size());
-    storage_.reserve(5 * shapes.size());
+      : VariableBatchedSvd(exec, shapes, options, true, "kwsvd::VariableBatchedSvd") {}
+
+  /// Bytes of device memory (ExecSpace's memory space) that a
+  /// VariableBatchedSvd of these arguments holds: what workspace_bytes() of
+  /// one would report, found by planning it without allocating anything.
+  /// Checks its arguments as the constructor does. Kokkos's own buffers are
+  /// not included.
+  static std::size_t planned_workspace_bytes(const ExecSpace& exec,
+                                             const std::vector<MatrixShape>& shapes,
+                                             const SvdOptions& options = {}) {
+    return VariableBatchedSvd(exec, shapes, options, false,
+                              "kwsvd::VariableBatchedSvd::planned_workspace_bytes")
+        .workspace_bytes();
   }
 
+  /// Bytes of device memory this handle holds: the matrices' slots, the
+  /// level-0 groups' lists, and the W-cycle's working copies, buffers and
+  /// task lists (BatchedSvd::workspace_bytes).
+  std::size_t workspace_bytes() const { return workspace_bytes_; }
   /// Number of matrices.
   std::size_t size() const { return shapes_.size(); }
   /// Matrices solved by the level-0 kernel, by block rotations, and empty ones.
@@ -239,6 +203,69 @@ class VariableBatchedSvd {
   }
 
  private:
+  // `allocate` false: plan only, for planned_workspace_bytes (`fn` names
+  // the entry point in error messages).
+  VariableBatchedSvd(const ExecSpace& exec, const std::vector<MatrixShape>& shapes,
+                     const SvdOptions& options, bool allocate, const char* fn)
+      : exec_(exec), shapes_(shapes), options_(options) {
+    if (shapes.size() > (std::size_t(1) << 30)) {
+      Impl::throw_invalid_argument(
+          fn, "shapes", "must hold at most 2^30 matrices, got " + std::to_string(shapes.size()));
+    }
+    for (std::size_t b = 0; b < shapes.size(); ++b) {
+      const auto& s = shapes[b];
+      if (s.rows < 0 || s.cols < 0 || s.rows > (1 << 24) || s.cols > (1 << 24)) {
+        const std::string arg = "shapes[" + std::to_string(b) + "]";
+        Impl::throw_invalid_argument(fn, arg.c_str(),
+                                     "must have rows and cols in [0, 2^24], got " +
+                                         std::to_string(s.rows) + " x " + std::to_string(s.cols));
+      }
+    }
+    Impl::require_svd_options<Scalar>(fn, options);
+    Impl::WorkspaceAllocator<memory_space> alloc(allocate, fn);
+    const bool vectors = options.job == Job::values_and_vectors;
+    std::vector<int> blocks, empty;
+    std::vector<MatrixShape> block_shapes;
+    // Level-0 matrices by size class, smallest class first.
+    std::map<int, std::pair<std::vector<int>, std::vector<MatrixShape>>> level0;
+    for (std::size_t b = 0; b < shapes.size(); ++b) {
+      const auto& s = shapes[b];
+      if (s.rows == 0 || s.cols == 0) {
+        empty.push_back(int(b));
+      } else if (options.level0 &&
+                 Impl::solves_at_level0<Scalar, ExecSpace>(s.rows, s.cols, options.job)) {
+        auto& group = level0[Impl::level0_size_class(s)];
+        group.first.push_back(int(b));
+        group.second.push_back(s);
+      } else {
+        blocks.push_back(int(b));
+        block_shapes.push_back(s);
+      }
+    }
+    block_count_ = int(blocks.size());
+    empty_count_ = int(empty.size());
+    for (const auto& [size_class, group] : level0) {
+      Level0Group g;
+      g.count = int(group.first.size());
+      g.index = alloc.upload(group.first, "kwsvd::level0_index");
+      g.plan = Impl::plan_slotted_small_svd<ExecSpace, Scalar>(group.second, vectors, options);
+      g.shapes = alloc.upload(g.plan.shapes, "kwsvd::level0_shapes");
+      level0_groups_.push_back(std::move(g));
+    }
+    block_index_ = alloc.upload(blocks, "kwsvd::block_index");
+    empty_index_ = alloc.upload(empty, "kwsvd::empty_index");
+    if (!blocks.empty())
+      solver_ =
+          Impl::WcycleLevelSolver<ExecSpace, Scalar>(exec, block_shapes, options, fn, allocate);
+    slots_ = alloc.template zeros<Impl::MatrixSlot<Scalar>>("kwsvd::slots", shapes.size());
+    workspace_bytes_ = alloc.bytes() + solver_.workspace_bytes();
+    if (!allocate)
+      return;
+    host_slots_ = Kokkos::create_mirror_view(slots_);
+    staged_.resize(shapes.size());
+    storage_.reserve(5 * shapes.size());
+  }
+
   template <class T, class View>
   static Impl::StridedMatrix<T> view_matrix(const View& X) {
     return {X.data(), int(X.extent(0)), int(X.extent(1)), std::ptrdiff_t(X.stride(0)),
@@ -388,6 +415,7 @@ class VariableBatchedSvd {
   std::vector<Impl::MatrixStorage> storage_;  // the overlap check's list, kept for its capacity
   bool uploaded_ = false;
   Impl::WcycleLevelSolver<ExecSpace, Scalar> solver_;
+  std::size_t workspace_bytes_ = 0;  // device bytes of every buffer above
 };
 
 /// The SVD of every matrix of a variable-size batch given as lists of Views

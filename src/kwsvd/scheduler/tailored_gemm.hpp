@@ -16,6 +16,7 @@
 
 #include "kwsvd/api/errors.hpp"
 #include "kwsvd/impl/kokkos_compat.hpp"
+#include "kwsvd/impl/workspace.hpp"
 #include "kwsvd/kernels/gram_team.hpp"
 #include "kwsvd/kernels/one_sided_jacobi_team.hpp"
 #include "kwsvd/kernels/tailored_gemm_team.hpp"
@@ -77,17 +78,6 @@ inline PlateLayout build_plate_layout(const std::vector<int>& task_rows, int del
   }
   layout.team_begin.push_back(int(layout.segments.size()));
   return layout;
-}
-
-/// A device copy of a host vector (planning time: allocates).
-template <class MemorySpace, class T>
-Kokkos::View<T*, MemorySpace> copy_to_device(const std::vector<T>& host, const std::string& label) {
-  Kokkos::View<T*, MemorySpace> d(Kokkos::view_alloc(Kokkos::WithoutInitializing, label),
-                                  host.size());
-  Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(host.data(),
-                                                                                       host.size());
-  Kokkos::deep_copy(d, h);
-  return d;
 }
 
 /// Appends the column-block pairs of round-robin step `step` of a
@@ -250,13 +240,13 @@ int tailored_gram_groups(int w, int team_threads, int max_plate_rows, int item_c
   return std::max(1, std::min(groups, team_max / tiles));
 }
 
-/// Plans a level: its tasks' row counts and the tailoring plan. Allocates.
-/// `gram_groups` > 0 sets the GPU Gram's row groups (tests); 0 lets
-/// tailored_gram_groups choose at launch.
+/// Plans a level: its tasks' row counts and the tailoring plan. Allocates
+/// its plate lists through `alloc`. `gram_groups` > 0 sets the GPU Gram's row
+/// groups (tests); 0 lets tailored_gram_groups choose at launch.
 template <class ExecSpace>
-TailoredGemmWork<ExecSpace> make_tailored_gemm_work(const std::vector<int>& task_rows,
-                                                    const TailoringPlan& plan,
-                                                    int gram_groups = 0) {
+TailoredGemmWork<ExecSpace> make_tailored_gemm_work(
+    const std::vector<int>& task_rows, const TailoringPlan& plan, int gram_groups,
+    WorkspaceAllocator<typename TailoredGemmWork<ExecSpace>::memory_space>& alloc) {
   constexpr const char* fn = "kwsvd::Impl::make_tailored_gemm_work";
   if (plan.w < gemm_tile / 2 || (2 * plan.w) % gemm_tile != 0) {
     throw_invalid_argument(fn, "plan.w",
@@ -279,11 +269,19 @@ TailoredGemmWork<ExecSpace> make_tailored_gemm_work(const std::vector<int>& task
     work.max_segment_rows = std::max(work.max_segment_rows, s.rows);
   for (int t = 0; t < work.tasks; ++t)
     work.tasks_not_one_plate += !task_is_one_plate(layout.partial_begin.data(), t);
-  using Space = typename TailoredGemmWork<ExecSpace>::memory_space;
-  work.segments = copy_to_device<Space>(layout.segments, "kwsvd::plate_segments");
-  work.team_begin = copy_to_device<Space>(layout.team_begin, "kwsvd::plate_team_begin");
-  work.partial_begin = copy_to_device<Space>(layout.partial_begin, "kwsvd::plate_partial_begin");
+  work.segments = alloc.upload(layout.segments, "kwsvd::plate_segments");
+  work.team_begin = alloc.upload(layout.team_begin, "kwsvd::plate_team_begin");
+  work.partial_begin = alloc.upload(layout.partial_begin, "kwsvd::plate_partial_begin");
   return work;
+}
+
+/// make_tailored_gemm_work with its own allocator (tests, benchmarks).
+template <class ExecSpace>
+TailoredGemmWork<ExecSpace> make_tailored_gemm_work(const std::vector<int>& task_rows,
+                                                    const TailoringPlan& plan,
+                                                    int gram_groups = 0) {
+  WorkspaceAllocator<typename TailoredGemmWork<ExecSpace>::memory_space> alloc;
+  return make_tailored_gemm_work<ExecSpace>(task_rows, plan, gram_groups, alloc);
 }
 
 /// Scalars of partial-Gram workspace a level needs (one set of upper tiles

@@ -295,11 +295,15 @@ class WcycleLevelSolver {
   /// `shapes` are the input shapes (m x n, wide ones transposed inside);
   /// `exec` the instance the parts' streams are made from. `fn` names the
   /// public entry point in error messages (bad level_widths, instances).
+  /// `allocate` false plans without allocating (workspace_bytes() only:
+  /// such a solver must never run).
   WcycleLevelSolver(const ExecSpace& exec, const std::vector<MatrixShape>& shapes,
-                    const SvdOptions& options, const char* fn = "kwsvd::batched_svd")
+                    const SvdOptions& options, const char* fn = "kwsvd::batched_svd",
+                    bool allocate = true)
       : batch_(int(shapes.size())),
         vectors_(options.job == Job::values_and_vectors),
-        options_(options) {
+        options_(options),
+        alloc_(allocate, fn) {
     std::vector<WorkGeometry> geometry(shapes.size());
     std::vector<MatrixShape> work(shapes.size());
     std::size_t w_size = 0, v_size = 0;
@@ -332,12 +336,12 @@ class WcycleLevelSolver {
       }
     }
     plan_levels(blocked_work.empty() ? work : blocked_work, fn);
-    W_ = Vec<Scalar>("kwsvd::W", std::max<std::size_t>(w_size, 1));
-    V_ = Vec<Scalar>("kwsvd::V", vectors_ ? std::max<std::size_t>(v_size, 1) : 1);
-    geometry_ = copy_to_device<memory_space>(geometry, "kwsvd::geometry");
+    W_ = alloc_.template zeros<Scalar>("kwsvd::W", std::max<std::size_t>(w_size, 1));
+    V_ = alloc_.template zeros<Scalar>("kwsvd::V", vectors_ ? std::max<std::size_t>(v_size, 1) : 1);
+    geometry_ = alloc_.upload(geometry, "kwsvd::geometry");
     plan_chunks(geometry);
-    scale_ = Vec<Scalar>("kwsvd::scale", batch_);
-    state_ = Vec<int>("kwsvd::state", 4 * std::size_t(batch_));
+    scale_ = alloc_.template zeros<Scalar>("kwsvd::scale", batch_);
+    state_ = alloc_.template zeros<int>("kwsvd::state", 4 * std::size_t(batch_));
     double sweep_work = 0;  // sum of M N^2, what a sweep's work grows with
     for (const auto& s : blocked_work)
       sweep_work += double(s.rows) * double(s.cols) * double(s.cols);
@@ -350,11 +354,16 @@ class WcycleLevelSolver {
     // With one part beside matrices swept whole, the part runs on a stream
     // of its own too, so that the whole sweeps (on exec) overlap it.
     if constexpr (splits_into_streams<ExecSpace>())
-      if (parts > 1 || (!whole.empty() && !blocked.empty()))
+      if (allocate && (parts > 1 || (!whole.empty() && !blocked.empty())))
         streams_ = two_streams(exec);
-    active_ = Vec<int>("kwsvd::active", std::size_t(parts));
-    host_active_ = Kokkos::create_mirror_view(active_);
+    active_ = alloc_.template zeros<int>("kwsvd::active", std::size_t(parts));
+    if (allocate)
+      host_active_ = Kokkos::create_mirror_view(active_);
   }
+
+  /// Bytes of device memory the plan holds (its workspace, plans and task
+  /// lists; with `allocate` false, what it would hold).
+  std::size_t workspace_bytes() const { return alloc_.bytes(); }
 
   /// w_1, the column-block width of level 1.
   int width() const { return widths_.empty() ? 0 : widths_.front(); }
@@ -649,6 +658,11 @@ class WcycleLevelSolver {
     }
   }
 
+  /// Element `at` of buffer x; null in a plan that allocates nothing.
+  static Scalar* offset(const Vec<Scalar>& x, std::size_t at) {
+    return x.data() != nullptr ? x.data() + at : nullptr;
+  }
+
   static Task pair_task(Scalar* data, int rows, const ColumnBlock& bi, const ColumnBlock& bj,
                         int matrix) {
     Task t;
@@ -703,10 +717,10 @@ class WcycleLevelSolver {
         const ColumnBlock& bj = blocks[std::size_t(j)];
         if (svd || evd || h + 1 == int(widths_.size())) {
           StepTasks& s = steps[path];
-          (svd ? s.svd : s.evd).push_back(pair_task(W_.data() + g.w_offset, g.rows, bi, bj, b));
+          (svd ? s.svd : s.evd).push_back(pair_task(offset(W_, g.w_offset), g.rows, bi, bj, b));
           if (vectors_)
             (svd ? s.v_svd : s.v_evd)
-                .push_back(pair_task(V_.data() + g.v_offset, g.cols, bi, bj, b));
+                .push_back(pair_task(offset(V_, g.v_offset), g.cols, bi, bj, b));
         } else {
           std::vector<ColumnBlock> sub;
           split_block(bi, widths_[std::size_t(h) + 1], sub);
@@ -740,7 +754,7 @@ class WcycleLevelSolver {
   /// sizes the buffers.
   Part build_part(const std::vector<WorkGeometry>& geometry, const std::vector<int>& matrices) {
     Part part;
-    part.matrices = copy_to_device<memory_space>(matrices, "kwsvd::part_matrices");
+    part.matrices = alloc_.upload(matrices, "kwsvd::part_matrices");
     std::map<std::vector<int>, StepTasks> planned;
     std::vector<int> path;
     for (const int b : matrices) {
@@ -782,12 +796,12 @@ class WcycleLevelSolver {
           update_rows.push_back(t.rows);
         }
       step.svd_lanes = small_svd_lanes(options_, step.svd_rows, long(step.svd_pairs));
-      step.svd_tasks = copy_to_device<memory_space>(lists.svd, "kwsvd::svd_tasks");
-      step.gram_tasks = copy_to_device<memory_space>(lists.evd, "kwsvd::gram_tasks");
-      step.update_tasks = copy_to_device<memory_space>(update, "kwsvd::update_tasks");
-      step.gram_work = make_tailored_gemm_work<ExecSpace>(gram_rows, plan);
+      step.svd_tasks = alloc_.upload(lists.svd, "kwsvd::svd_tasks");
+      step.gram_tasks = alloc_.upload(lists.evd, "kwsvd::gram_tasks");
+      step.update_tasks = alloc_.upload(update, "kwsvd::update_tasks");
+      step.gram_work = make_tailored_gemm_work<ExecSpace>(gram_rows, plan, 0, alloc_);
       step.gram_work.gram_column_runs = most_rows_allow_column_runs(lists.evd);
-      step.update_work = make_tailored_gemm_work<ExecSpace>(update_rows, plan);
+      step.update_work = make_tailored_gemm_work<ExecSpace>(update_rows, plan, 0, alloc_);
       const std::size_t nn = std::size_t(2 * step.w) * std::size_t(2 * step.w);
       j_size = std::max(j_size, std::size_t(step.svd_pairs + step.evd_pairs) * nn);
       b_size = std::max(b_size, std::size_t(step.evd_pairs) * nn);
@@ -800,12 +814,12 @@ class WcycleLevelSolver {
       summary_.gram_evds += step.evd_pairs;
       part.steps.push_back(std::move(step));
     }
-    part.partial = Vec<Scalar>("kwsvd::partial", partial);
-    part.B = Vec<Scalar>("kwsvd::B", b_size);
-    part.J = Vec<Scalar>("kwsvd::J", j_size);
-    part.lambda = Vec<Scalar>("kwsvd::lambda", lambda);
-    part.evd_info = Vec<EvdInfo>("kwsvd::evd_info", evd_pairs);
-    part.rotates = Vec<int>("kwsvd::pair_rotates", step_pairs);
+    part.partial = alloc_.template zeros<Scalar>("kwsvd::partial", partial);
+    part.B = alloc_.template zeros<Scalar>("kwsvd::B", b_size);
+    part.J = alloc_.template zeros<Scalar>("kwsvd::J", j_size);
+    part.lambda = alloc_.template zeros<Scalar>("kwsvd::lambda", lambda);
+    part.evd_info = alloc_.template zeros<EvdInfo>("kwsvd::evd_info", evd_pairs);
+    part.rotates = alloc_.template zeros<int>("kwsvd::pair_rotates", step_pairs);
     return part;
   }
 
@@ -843,8 +857,8 @@ class WcycleLevelSolver {
     while (lanes > 1 && lanes > vector_length_max<ExecSpace>())
       lanes /= 2;
     whole_.lanes = lanes;
-    whole_.matrices = copy_to_device<memory_space>(whole, "kwsvd::whole_matrices");
-    whole_.shapes = copy_to_device<memory_space>(shapes, "kwsvd::whole_shapes");
+    whole_.matrices = alloc_.upload(whole, "kwsvd::whole_matrices");
+    whole_.shapes = alloc_.upload(shapes, "kwsvd::whole_shapes");
   }
 
   /// The column chunks of the load and finish launches (ColumnChunk): each
@@ -863,9 +877,10 @@ class WcycleLevelSolver {
       }
       norms += std::size_t(cols);
     }
-    chunks_ = copy_to_device<memory_space>(chunks, "kwsvd::column_chunks");
-    chunk_max_ = Vec<Scalar>("kwsvd::chunk_max", std::max<std::size_t>(chunks.size(), 1));
-    norms_ = Vec<Scalar>("kwsvd::column_norms", std::max<std::size_t>(norms, 1));
+    chunks_ = alloc_.upload(chunks, "kwsvd::column_chunks");
+    chunk_max_ =
+        alloc_.template zeros<Scalar>("kwsvd::chunk_max", std::max<std::size_t>(chunks.size(), 1));
+    norms_ = alloc_.template zeros<Scalar>("kwsvd::column_norms", std::max<std::size_t>(norms, 1));
   }
 
   /// One launch of the matrices swept whole (WcycleWholeMatrixFunctor), if any.
@@ -903,6 +918,7 @@ class WcycleLevelSolver {
   // matrix's sweeps halve.
   bool vectors_ = true;
   SvdOptions options_;
+  WorkspaceAllocator<memory_space> alloc_;  // every device buffer below, and their bytes
   std::vector<int> widths_;
   std::vector<TailoringPlan> plans_;
   std::size_t limit_ = 0;  // scratch bytes the groups are planned with
