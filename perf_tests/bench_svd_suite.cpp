@@ -16,13 +16,15 @@
 //   perf_svd_suite --suite=<smoke|paper|seed002|full> [--pair-svd=0|1]
 //                  [--level-widths=w1,w2,...] [--instances=0|1|2]
 //                  [--lanes-per-pair=0|1|2|4|8|16|32] [--job=vectors|values]
-//                  [--level0=0|1] [benchmark flags]
+//                  [--level0=0|1] [--max-workspace-mb=X] [benchmark flags]
 //
-// --pair-svd, --level-widths, --instances, --lanes-per-pair and --level0 set
-// kwsvd's SvdOptions (default: pair SVD off, level widths, instances and
-// lanes from the tuning engine, level-0 and whole-matrix sweeps on), to
-// compare W-cycle plans; kwsvd entries record the plan's levels, pairs per
-// sweep by group and instances. --job=values times kwsvd's values-only
+// --pair-svd, --level-widths, --instances, --lanes-per-pair, --level0 and
+// --max-workspace-mb (SvdOptions::max_workspace_bytes in units of 10^6
+// bytes; uniform points only, the variable ones are skipped) set kwsvd's
+// SvdOptions (default: pair SVD off, level widths, instances and lanes from
+// the tuning engine, level-0 and whole-matrix sweeps on, no workspace
+// limit), to compare W-cycle plans; kwsvd entries record the plan's levels,
+// pairs per sweep by group, instances, rounds and workspace. --job=values times kwsvd's values-only
 // calls (the baselines still compute vectors); their entries record
 // values_gap = |sum sigma^2 - ||A||_F^2| / ||A||_F^2 instead of residual and
 // orthogonality.
@@ -234,7 +236,25 @@ void record_plan(benchmark::State& state, const kwsvd::WcyclePlanSummary& summar
 }
 
 template <class T>
+void run_kwsvd_point(benchmark::State& state, const Point& point);
+
+// An option this point refuses (a workspace limit below one matrix's) skips
+// it with kwsvd's message.
+template <class T>
 void run_kwsvd(benchmark::State& state, const Point& point) {
+  if (!point.uniform && suite_options.max_workspace_bytes != 0) {
+    state.SkipWithError("skipped: --max-workspace-mb applies to uniform batches only");
+    return;
+  }
+  try {
+    run_kwsvd_point<T>(state, point);
+  } catch (const kwsvd::invalid_argument& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+template <class T>
+void run_kwsvd_point(benchmark::State& state, const Point& point) {
   ContiguousBatch<T> data(point.shapes);
   Kokkos::View<kwsvd::SvdInfo*> info("info", point.shapes.size());
   using Exec = Kokkos::DefaultExecutionSpace;
@@ -254,6 +274,8 @@ void run_kwsvd(benchmark::State& state, const Point& point) {
     state.counters["w"] = svd.block_width();
     record_plan(state, svd.plan_summary());
     record_workspace(state, double(svd.workspace_bytes()));
+    const long round = svd.matrices_per_round();
+    state.counters["rounds"] = round > 0 ? double((batch + round - 1) / round) : 0.0;
   } else {
     kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), point.shapes, suite_options);
     timed_loop(state, [&]() {
@@ -475,6 +497,8 @@ int main(int argc, char** argv) {
       suite_options.pair_svd = std::atoi(argv[i] + 11) != 0;
     } else if (std::strncmp(argv[i], "--instances=", 12) == 0) {
       suite_options.instances = std::atoi(argv[i] + 12);
+    } else if (std::strncmp(argv[i], "--max-workspace-mb=", 19) == 0) {
+      suite_options.max_workspace_bytes = std::size_t(std::atof(argv[i] + 19) * 1e6);
     } else if (std::strncmp(argv[i], "--lanes-per-pair=", 17) == 0) {
       suite_options.lanes_per_pair = std::atoi(argv[i] + 17);
     } else if (std::strncmp(argv[i], "--job=", 6) == 0) {
@@ -513,9 +537,11 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("kwsvd", config.str());
   benchmark::AddCustomContext("suite", suite);
   benchmark::AddCustomContext(
-      "kwsvd_options", std::string("pair_svd=") + (suite_options.pair_svd ? "1" : "0") +
-                           " level_widths=" + (widths.empty() ? "auto" : widths) +
-                           " instances=" + std::to_string(suite_options.instances) + " job=" + job);
+      "kwsvd_options",
+      std::string("pair_svd=") + (suite_options.pair_svd ? "1" : "0") +
+          " level_widths=" + (widths.empty() ? "auto" : widths) +
+          " instances=" + std::to_string(suite_options.instances) + " job=" + job +
+          " max_workspace_bytes=" + std::to_string(suite_options.max_workspace_bytes));
   benchmark::AddCustomContext("device", device_name());
   benchmark::AddCustomContext("execution_space", Kokkos::DefaultExecutionSpace::name());
   benchmark::AddCustomContext("nominal_flops", kwsvd::bench::nominal_flops_formula());

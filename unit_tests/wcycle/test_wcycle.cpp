@@ -775,6 +775,80 @@ TYPED_TEST(Wcycle, WorkspaceBytesAreWhatTheHandleAllocates) {
   EXPECT_NE(e.find("batch, m, n"), std::string::npos) << e;
 }
 
+// Under SvdOptions::max_workspace_bytes a batch is swept in rounds whose
+// workspace fits the limit, and gives the results of one unlimited call to
+// the bit (each matrix's result depends on it alone): 7 matrices with a limit
+// of 3 matrices' workspace, so that the last round overlaps the one before;
+// also values only and the raw-pointer form. A limit below one matrix's
+// workspace is refused, naming the option and that workspace; the variable
+// handle refuses any limit.
+TYPED_TEST(Wcycle, WorkspaceLimitSweepsTheBatchInRoundsToTheSameResults) {
+  using T = typename TestFixture::TestScalar;
+  using L = typename TestFixture::TestLayout;
+  const int batch = 7, m = 90, n = 80;
+  std::vector<std::vector<T>> mats;
+  for (int b = 0; b < batch; ++b)
+    mats.push_back(b % 2 ? random_matrix<T>(m, n, 300u + b)
+                         : kwsvd::test::matrix_with_spectrum<T>(
+                               m, n, kwsvd::test::spectrum("geo", n, 1e5, 310 + b), 320u + b));
+  const kwsvd::SvdOptions unlimited = TestFixture::block_rotations();
+  kwsvd::SvdOptions limited = unlimited;
+  limited.max_workspace_bytes =
+      kwsvd::BatchedSvd<Exec, T>::planned_workspace_bytes(Exec(), 3, m, n, unlimited);
+  kwsvd::BatchedSvd<Exec, T> svd(Exec(), batch, m, n, limited);
+  EXPECT_LE(svd.workspace_bytes(), limited.max_workspace_bytes);
+  using Svd = kwsvd::BatchedSvd<Exec, T>;
+  EXPECT_EQ(svd.workspace_bytes(), Svd::planned_workspace_bytes(Exec(), batch, m, n, limited));
+  EXPECT_GE(svd.matrices_per_round(), 1);
+  EXPECT_LE(svd.matrices_per_round(), 3);
+  EXPECT_NE(batch % svd.matrices_per_round(), 0);  // the last round overlaps
+  EXPECT_EQ(Svd(Exec(), batch, m, n, unlimited).matrices_per_round(), batch);
+  const auto one = this->run(mats, m, n, unlimited);
+  const auto rounds = this->run(mats, m, n, limited);
+  this->expect_accurate(mats, m, n, rounds, "rounds");
+  const auto values = kwsvd::test::run_svd_batch<T, L>(
+      mats, m, n, [&](const auto& A, const auto& S, const auto&, const auto&, const auto& info) {
+        kwsvd::batched_svd(Exec(), A, S, info, limited);
+      });
+  for (int b = 0; b < batch; ++b) {
+    EXPECT_EQ(one.info[b].sweeps, rounds.info[b].sweeps) << b;
+    EXPECT_EQ(rounds.info[b].converged, 1) << b;
+    EXPECT_EQ(one.s[b], rounds.s[b]) << b;
+    EXPECT_EQ(one.u[b], rounds.u[b]) << b;
+    EXPECT_EQ(one.v[b], rounds.v[b]) << b;
+    EXPECT_EQ(one.s[b], values.s[b]) << b;
+  }
+  // The raw-pointer form goes through the same handle.
+  Kokkos::View<T*> A("A", std::size_t(batch) * m * n), S("S", std::size_t(batch) * n),
+      U("U", std::size_t(batch) * m * n), V("V", std::size_t(batch) * n * n);
+  Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+  {
+    auto h = Kokkos::create_mirror_view(A);
+    for (int b = 0; b < batch; ++b)
+      std::copy(mats[b].begin(), mats[b].end(), h.data() + std::size_t(b) * m * n);
+    Kokkos::deep_copy(A, h);
+  }
+  kwsvd::batched_svd(Exec(), batch, m, n, A.data(), m, (long long)m * n, S.data(), n, U.data(), m,
+                     (long long)m * n, V.data(), n, (long long)n * n, info.data(), limited);
+  auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
+  for (int b = 0; b < batch; ++b)
+    EXPECT_EQ(std::vector<T>(hs.data() + std::size_t(b) * n, hs.data() + std::size_t(b + 1) * n),
+              one.s[b])
+        << b;
+  // Refusals.
+  kwsvd::SvdOptions tiny = unlimited;
+  tiny.max_workspace_bytes = 1000;
+  const std::string e = error_of([&] { kwsvd::BatchedSvd<Exec, T>(Exec(), batch, m, n, tiny); });
+  EXPECT_NE(e.find("options.max_workspace_bytes"), std::string::npos) << e;
+  EXPECT_NE(e.find("the workspace of one 90 x 80 matrix"), std::string::npos) << e;
+  EXPECT_NE(e.find("got 1 kB (1000 bytes)"), std::string::npos) << e;
+  const std::string v = error_of([&] {
+    kwsvd::VariableBatchedSvd<Exec, T>(Exec(), {{m, n}, {n, m}}, limited);
+  });
+  EXPECT_NE(v.find("kwsvd::VariableBatchedSvd"), std::string::npos) << v;
+  EXPECT_NE(v.find("options.max_workspace_bytes"), std::string::npos) << v;
+}
+
 // A workspace the memory cannot hold is reported as kwsvd::out_of_memory, a
 // std::bad_alloc whose message names the handle, the buffer, its size and the
 // way out (planned_workspace_bytes, a split batch): 2^20 matrices of 4096 x

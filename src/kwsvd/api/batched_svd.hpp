@@ -4,6 +4,8 @@
 // scratch go to the level-0 one-sided Jacobi kernel (batched_small_svd); the
 // others to the W-cycle scheduler (scheduler/wcycle.hpp).
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <type_traits>
@@ -47,6 +49,11 @@ class BatchedSvd {
   /// the matrices (and of V), its per-step buffers and task lists; 0 for
   /// shapes solved at level 0, which need only team scratch.
   std::size_t workspace_bytes() const { return solver_.workspace_bytes(); }
+
+  /// Matrices the W-cycle sweeps together: the batch, or, under
+  /// SvdOptions::max_workspace_bytes, the size of each round (0 for level 0
+  /// or an empty batch).
+  long matrices_per_round() const { return round_; }
 
   /// True when the shape runs in the level-0 kernel (no block rotations).
   bool level0() const { return level0_; }
@@ -97,10 +104,43 @@ class BatchedSvd {
     Impl::require_svd_options<Scalar>(fn, options);
     level0_ =
         options.level0 && Impl::solves_at_level0<Scalar, ExecSpace>(int(m), int(n), options.job);
-    if (!level0_ && batch > 0 && m > 0 && n > 0)
+    if (!level0_ && batch > 0 && m > 0 && n > 0) {
+      round_ = plan_round(exec, fn);
       solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(
-          exec, std::vector<MatrixShape>(std::size_t(batch), MatrixShape{int(m), int(n)}), options,
+          exec, std::vector<MatrixShape>(std::size_t(round_), MatrixShape{int(m), int(n)}), options,
           fn, allocate);
+    }
+  }
+
+  // Matrices per W-cycle round: the batch, or under max_workspace_bytes the
+  // fewest rounds of equal size whose workspace fits, found by planning
+  // without allocating (the workspace grows with the matrices of a round,
+  // not quite in proportion: a guess from the ratio, then one more round
+  // until it fits).
+  long plan_round(const ExecSpace& exec, const char* fn) const {
+    const std::size_t limit = options_.max_workspace_bytes;
+    if (limit == 0)
+      return batch_;
+    const auto bytes = [&](long count) {
+      return Impl::WcycleLevelSolver<ExecSpace, Scalar>(
+                 exec, std::vector<MatrixShape>(std::size_t(count), MatrixShape{int(m_), int(n_)}),
+                 options_, fn, false)
+          .workspace_bytes();
+    };
+    long rounds = 1, round = batch_;
+    for (std::size_t need = bytes(round); need > limit; need = bytes(round)) {
+      if (round == 1) {
+        Impl::throw_invalid_argument(fn, "options.max_workspace_bytes",
+                                     "must be 0 (no limit) or at least " +
+                                         Impl::format_bytes(need) + ", the workspace of one " +
+                                         std::to_string(m_) + " x " + std::to_string(n_) +
+                                         " matrix, got " + Impl::format_bytes(limit));
+      }
+      const double guess = std::ceil(double(rounds) * double(need) / double(limit));
+      rounds = std::min(batch_, std::max(rounds + 1, long(guess)));
+      round = (batch_ + rounds - 1) / rounds;
+    }
+    return round;
   }
 
   template <class AView, class SView, class UView, class VView, class InfoView>
@@ -150,13 +190,17 @@ class BatchedSvd {
         batched_small_svd(exec_, A, S, info, options_);
       return;
     }
-    solver_.run(exec_, Impl::uniform_slots<Scalar>(A, S, U, V, info, vectors), vectors);
+    const auto slots = Impl::uniform_slots<Scalar>(A, S, U, V, info, vectors);
+    // Rounds of round_ matrices; the last one ends at the batch's end.
+    for (long b = 0; b < batch_; b += round_)
+      solver_.run(exec_, slots.from(int(std::min(b, batch_ - round_))), vectors);
   }
 
   ExecSpace exec_;
   long batch_, m_, n_;
   SvdOptions options_;
   bool level0_ = false;
+  long round_ = 0;  // matrices per W-cycle round (plan_round)
   Impl::WcycleLevelSolver<ExecSpace, Scalar> solver_;
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 // Options and per-matrix results shared by kwsvd's SVD entry points.
 
+#include <cstddef>
 #include <limits>
 #include <vector>
 
@@ -97,6 +98,17 @@ struct SvdOptions {
   /// itself on the caller's instance (the streams wait for it before the
   /// sweeps, and it finishes on it). See perf_tests/notes/wcycle.md.
   int instances = 0;
+  /// Most device memory (bytes) a BatchedSvd's workspace may take; 0 for no
+  /// limit. A batch whose W-cycle workspace (BatchedSvd::
+  /// planned_workspace_bytes) is larger is swept in rounds of equal numbers
+  /// of matrices, each round's workspace within the limit, one round after
+  /// another on the caller's instance: a batch whose arrays fit the device
+  /// but whose workspace beside them would not still runs in one call. The
+  /// last round ends at the batch's end, so it may solve again a few matrices
+  /// of the round before, to the same results. A limit below one matrix's
+  /// workspace is refused. Level-0 shapes hold no workspace. Not supported
+  /// by VariableBatchedSvd yet (it must be 0 there).
+  std::size_t max_workspace_bytes = 0;
 };
 
 /// Per sweep, how a W-cycle plan splits its work (for tests, benchmarks and

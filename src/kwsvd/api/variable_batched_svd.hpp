@@ -222,6 +222,13 @@ class VariableBatchedSvd {
       }
     }
     Impl::require_svd_options<Scalar>(fn, options);
+    if (options.max_workspace_bytes != 0) {
+      Impl::throw_invalid_argument(
+          fn, "options.max_workspace_bytes",
+          "must be 0: a variable batch is not swept in rounds yet (split its shapes by "
+          "planned_workspace_bytes instead), got " +
+              std::to_string(options.max_workspace_bytes));
+    }
     Impl::WorkspaceAllocator<memory_space> alloc(allocate, fn);
     const bool vectors = options.job == Job::values_and_vectors;
     std::vector<int> blocks, empty;

@@ -54,6 +54,13 @@ struct UniformSlots {
     slot.info += b * info_batch;
     return slot;
   }
+  /// The slots of the matrices from b on (host or device: only addresses
+  /// are computed).
+  KOKKOS_INLINE_FUNCTION UniformSlots from(int b) const {
+    UniformSlots rest = *this;
+    rest.first = (*this)(b);
+    return rest;
+  }
 };
 
 /// Slots of a variable-size batch: a device array, read through a device
