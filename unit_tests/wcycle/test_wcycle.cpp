@@ -776,13 +776,12 @@ TYPED_TEST(Wcycle, WorkspaceBytesAreWhatTheHandleAllocates) {
 }
 
 // Under SvdOptions::max_workspace_bytes a batch is swept in rounds whose
-// workspace fits the limit, and gives the results of one unlimited call to
-// the bit (each matrix's result depends on it alone): 7 matrices with a limit
-// of 3 matrices' workspace, so that the last round overlaps the one before;
-// also values only and the raw-pointer form. A limit below one matrix's
-// workspace is refused, naming the option and that workspace; the variable
-// handle refuses any limit.
-TYPED_TEST(Wcycle, WorkspaceLimitSweepsTheBatchInRoundsToTheSameResults) {
+// workspace fits the limit, each solved as a batch of its size alone would
+// be, to the bit: 7 matrices with a limit of 3 matrices' workspace, so that
+// the last round overlaps the one before; also values only and the
+// raw-pointer form. A limit below one matrix's workspace is refused, naming
+// the option and that workspace; the variable handle refuses any limit.
+TYPED_TEST(Wcycle, WorkspaceLimitSweepsTheBatchInRoundsOfTheirOwn) {
   using T = typename TestFixture::TestScalar;
   using L = typename TestFixture::TestLayout;
   const int batch = 7, m = 90, n = 80;
@@ -799,24 +798,38 @@ TYPED_TEST(Wcycle, WorkspaceLimitSweepsTheBatchInRoundsToTheSameResults) {
   EXPECT_LE(svd.workspace_bytes(), limited.max_workspace_bytes);
   using Svd = kwsvd::BatchedSvd<Exec, T>;
   EXPECT_EQ(svd.workspace_bytes(), Svd::planned_workspace_bytes(Exec(), batch, m, n, limited));
-  EXPECT_GE(svd.matrices_per_round(), 1);
-  EXPECT_LE(svd.matrices_per_round(), 3);
-  EXPECT_NE(batch % svd.matrices_per_round(), 0);  // the last round overlaps
+  const int round = int(svd.matrices_per_round());
+  ASSERT_GE(round, 1);
+  EXPECT_LE(round, 3);
+  EXPECT_NE(batch % round, 0);  // the last round overlaps
   EXPECT_EQ(Svd(Exec(), batch, m, n, unlimited).matrices_per_round(), batch);
-  const auto one = this->run(mats, m, n, unlimited);
   const auto rounds = this->run(mats, m, n, limited);
   this->expect_accurate(mats, m, n, rounds, "rounds");
   const auto values = kwsvd::test::run_svd_batch<T, L>(
       mats, m, n, [&](const auto& A, const auto& S, const auto&, const auto&, const auto& info) {
         kwsvd::batched_svd(Exec(), A, S, info, limited);
       });
+  // Each round is a call on its matrices alone; where the last round
+  // overlaps the one before, its results are the ones left.
+  std::vector<kwsvd::test::BatchResult<T>> alone(batch);
+  std::vector<int> first(batch);
+  for (int b0 = 0; b0 < batch; b0 += round) {
+    const int start = std::min(b0, batch - round);
+    const auto r = this->run({mats.begin() + start, mats.begin() + start + round}, m, n, unlimited);
+    for (int k = 0; k < round; ++k) {
+      alone[start + k] = r;
+      first[start + k] = start;
+    }
+  }
   for (int b = 0; b < batch; ++b) {
-    EXPECT_EQ(one.info[b].sweeps, rounds.info[b].sweeps) << b;
+    const auto& one = alone[b];
+    const int k = b - first[b];
+    EXPECT_EQ(one.info[k].sweeps, rounds.info[b].sweeps) << b;
     EXPECT_EQ(rounds.info[b].converged, 1) << b;
-    EXPECT_EQ(one.s[b], rounds.s[b]) << b;
-    EXPECT_EQ(one.u[b], rounds.u[b]) << b;
-    EXPECT_EQ(one.v[b], rounds.v[b]) << b;
-    EXPECT_EQ(one.s[b], values.s[b]) << b;
+    EXPECT_EQ(one.s[k], rounds.s[b]) << b;
+    EXPECT_EQ(one.u[k], rounds.u[b]) << b;
+    EXPECT_EQ(one.v[k], rounds.v[b]) << b;
+    EXPECT_EQ(rounds.s[b], values.s[b]) << b;
   }
   // The raw-pointer form goes through the same handle.
   Kokkos::View<T*> A("A", std::size_t(batch) * m * n), S("S", std::size_t(batch) * n),
@@ -833,7 +846,7 @@ TYPED_TEST(Wcycle, WorkspaceLimitSweepsTheBatchInRoundsToTheSameResults) {
   auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
   for (int b = 0; b < batch; ++b)
     EXPECT_EQ(std::vector<T>(hs.data() + std::size_t(b) * n, hs.data() + std::size_t(b + 1) * n),
-              one.s[b])
+              rounds.s[b])
         << b;
   // Refusals.
   kwsvd::SvdOptions tiny = unlimited;

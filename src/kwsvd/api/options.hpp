@@ -103,11 +103,15 @@ struct SvdOptions {
   /// planned_workspace_bytes) is larger is swept in rounds of equal numbers
   /// of matrices, each round's workspace within the limit, one round after
   /// another on the caller's instance: a batch whose arrays fit the device
-  /// but whose workspace beside them would not still runs in one call. The
-  /// last round ends at the batch's end, so it may solve again a few matrices
-  /// of the round before, to the same results. A limit below one matrix's
-  /// workspace is refused. Level-0 shapes hold no workspace. Not supported
-  /// by VariableBatchedSvd yet (it must be 0 there).
+  /// but whose workspace beside them would not still runs in one call. Each
+  /// round is solved as a batch of its size alone would be: its block width
+  /// and tailoring are planned for its size, so the results are as accurate
+  /// as an unlimited call's but need not be the same bits, and fewer
+  /// matrices at a time fill the device less (BatchedSvd::
+  /// matrices_per_round). The last round ends at the batch's end, so it may
+  /// solve again a few matrices of the round before, to the same results. A
+  /// limit below one matrix's workspace is refused. Level-0 shapes hold no
+  /// workspace. Not supported by VariableBatchedSvd yet (it must be 0 there).
   std::size_t max_workspace_bytes = 0;
 };
 
