@@ -50,6 +50,8 @@ void random_trial(std::mt19937_64& rng, int trial) {
   if (rng() % 2)
     o.tolerance = pick({2, 4, 10}) * u;
   o.sort = trial % 4 != 3;  // not from rng: the other draws stay those of the trials before it
+  if (trial % 5 == 2)       // a workspace limit of one matrix's: rounds of one (also not from rng)
+    o.max_workspace_bytes = kwsvd::BatchedSvd<Exec, T>::planned_workspace_bytes(Exec(), 1, m, n, o);
   auto mats = kwsvd::test::spectrum_batch<T>(spectrum, m, n, kappa, batch);
   if (n > 1 && rng() % 5 == 0)  // a repeated column: a zero singular value
     for (auto& a : mats)
@@ -69,7 +71,8 @@ void random_trial(std::mt19937_64& rng, int trial) {
       ", level0 " + std::to_string(o.level0) + ", pair_svd " + std::to_string(o.pair_svd) +
       ", lanes " + std::to_string(o.lanes_per_pair) + ", instances " + std::to_string(o.instances) +
       ", scratch " + std::to_string(o.block_scratch_bytes) + ", widths { " + widths_text +
-      "}, tolerance " + std::to_string(o.tolerance / u) + " u, sort " + std::to_string(o.sort));
+      "}, tolerance " + std::to_string(o.tolerance / u) + " u, sort " + std::to_string(o.sort) +
+      ", max_workspace_bytes " + std::to_string(o.max_workspace_bytes));
   const auto call = kwsvd::test::run_svd_batch<T, L>(
       mats, m, n,
       [&](const auto& A, const auto& S, const auto& U, const auto& V, const auto& info) {
