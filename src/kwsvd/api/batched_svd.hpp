@@ -46,8 +46,9 @@ class BatchedSvd {
   }
 
   /// Bytes of device memory this handle holds: the W-cycle's working copy of
-  /// the matrices (and of V), its per-step buffers and task lists; 0 for
-  /// shapes solved at level 0, which need only team scratch.
+  /// the matrices (and of V), its per-step buffers and task lists, for a
+  /// round's matrices under SvdOptions::max_workspace_bytes; 0 for shapes
+  /// solved at level 0, which need only team scratch.
   std::size_t workspace_bytes() const { return solver_.workspace_bytes(); }
 
   /// Matrices the W-cycle sweeps together: the batch, or, under

@@ -67,6 +67,7 @@ class VariableBatchedSvd {
   /// level-0 groups' lists, and the W-cycle's working copies, buffers and
   /// task lists (BatchedSvd::workspace_bytes).
   std::size_t workspace_bytes() const { return workspace_bytes_; }
+
   /// Number of matrices.
   std::size_t size() const { return shapes_.size(); }
   /// Matrices solved by the level-0 kernel, by block rotations, and empty ones.
