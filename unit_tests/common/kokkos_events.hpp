@@ -30,8 +30,7 @@ struct KokkosEvents {
     std::string label, space;
     std::uint64_t bytes;
   };
-  std::vector<std::string> allocations;  // "label (space, bytes)", bytes > 0
-  std::vector<Allocation> allocated;     // the same, as records
+  std::vector<Allocation> allocations;  // bytes > 0
   std::vector<Copy> copies;
   std::vector<std::string> fences;  // their names
 
@@ -39,7 +38,7 @@ struct KokkosEvents {
   /// start with `prefix`.
   std::uint64_t bytes_allocated(const std::string& space, const std::string& prefix) const {
     std::uint64_t sum = 0;
-    for (const auto& a : allocated)
+    for (const auto& a : allocations)
       if (a.space == space && a.label.compare(0, prefix.size(), prefix) == 0)
         sum += a.bytes;
     return sum;
@@ -75,7 +74,13 @@ struct KokkosEvents {
       s.append(s.empty() ? "" : "; ").append(a);
     return s;
   }
-  std::string allocation_list() const { return list(allocations); }
+  /// "label (space, bytes); ..." for a message.
+  std::string allocation_list() const {
+    std::vector<std::string> items;
+    for (const auto& a : allocations)
+      items.push_back(a.label + " (" + a.space + ", " + std::to_string(a.bytes) + " bytes)");
+    return list(items);
+  }
   std::string fence_list() const { return list(fences); }
 };
 
@@ -116,9 +121,7 @@ class KokkosEventRecorder {
                           const std::uint64_t bytes) {
     if (current() == nullptr || bytes == 0)
       return;
-    current()->allocations.push_back(std::string(label) + " (" + space_name(space) + ", " +
-                                     std::to_string(bytes) + " bytes)");
-    current()->allocated.push_back({label, space_name(space), bytes});
+    current()->allocations.push_back({label, space_name(space), bytes});
   }
   static void on_deep_copy(Kokkos::Tools::SpaceHandle dst, const char* dst_label, const void*,
                            Kokkos::Tools::SpaceHandle src, const char*, const void*,

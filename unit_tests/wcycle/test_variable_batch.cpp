@@ -428,7 +428,7 @@ TYPED_TEST(VariableBatch, WorkspaceBytesAreWhatTheHandleAllocates) {
       EXPECT_EQ(held, 0u);
       continue;
     }
-    for (const auto& a : construction.allocated)
+    for (const auto& a : construction.allocations)
       if (a.label == "kwsvd::W" || a.label == "kwsvd::V")
         working += a.bytes;
     EXPECT_GE(held, working + c.shapes.size() * sizeof(kwsvd::Impl::MatrixSlot<T>));

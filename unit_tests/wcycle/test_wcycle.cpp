@@ -610,7 +610,7 @@ TEST(KokkosEvents, RecorderSeesAnAllocationACopyIntoHostMemoryAndAFence) {
     Exec().fence();
   }
   ASSERT_EQ(events.allocations.size(), 2u) << events.allocation_list();
-  EXPECT_NE(events.allocations[0].find("kwsvd_test_x"), std::string::npos)
+  EXPECT_NE(events.allocations[0].label.find("kwsvd_test_x"), std::string::npos)
       << events.allocation_list();
   EXPECT_EQ(events.copies_into_host(), 1);
   EXPECT_EQ(events.largest_copy_into_host(), 64u);
