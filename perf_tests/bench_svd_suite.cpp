@@ -20,7 +20,7 @@
 //
 // --pair-svd, --level-widths, --instances, --lanes-per-pair, --level0 and
 // --max-workspace-mb (SvdOptions::max_workspace_bytes in units of 10^6
-// bytes; uniform points only, the variable ones are skipped) set kwsvd's
+// bytes) set kwsvd's
 // SvdOptions (default: pair SVD off, level widths, instances and lanes from
 // the tuning engine, level-0 and whole-matrix sweeps on, no workspace
 // limit), to compare W-cycle plans; kwsvd entries record the plan's levels,
@@ -242,10 +242,6 @@ void run_kwsvd_point(benchmark::State& state, const Point& point);
 // it with kwsvd's message.
 template <class T>
 void run_kwsvd(benchmark::State& state, const Point& point) {
-  if (!point.uniform && suite_options.max_workspace_bytes != 0) {
-    state.SkipWithError("skipped: --max-workspace-mb applies to uniform batches only");
-    return;
-  }
   try {
     run_kwsvd_point<T>(state, point);
   } catch (const kwsvd::invalid_argument& e) {
@@ -290,6 +286,7 @@ void run_kwsvd_point(benchmark::State& state, const Point& point) {
     state.counters["level0_launches"] = svd.level0_launches();
     record_plan(state, svd.plan_summary());
     record_workspace(state, double(svd.workspace_bytes()));
+    state.counters["rounds"] = svd.rounds();
   }
   kwsvd::bench::record_convergence(state, info);
   finish(state, data, vectors);

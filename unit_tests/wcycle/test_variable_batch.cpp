@@ -441,6 +441,136 @@ TYPED_TEST(VariableBatch, WorkspaceBytesAreWhatTheHandleAllocates) {
   EXPECT_NE(e.find("shapes[1]"), std::string::npos) << e;
 }
 
+// Under SvdOptions::max_workspace_bytes the block-rotation matrices of a
+// variable batch are swept in rounds of consecutive matrices whose plans
+// share one workspace for their per-call state. The handle holds at most the
+// limit (what Kokkos saw allocated, and what the query plans); each round's
+// matrices get, to the bit, the results of a call on them alone (the shared
+// workspace is cleared before each round), and a reused handle the same
+// again. A limit too small is refused, naming the option and a size that
+// rounds of one matrix each fit, and that size is then taken; a limit the
+// whole batch fits is one round, the unlimited call's.
+TYPED_TEST(VariableBatch, WorkspaceLimitSweepsRoundsThatShareOneWorkspace) {
+  using T = typename TestFixture::Scalar;
+  using Svd = kwsvd::VariableBatchedSvd<Exec, T>;
+  const std::string memory = Exec::memory_space::name();
+  const auto shapes = TestFixture::shapes();
+  const auto mats = TestFixture::matrices(shapes);
+  kwsvd::SvdOptions unlimited;
+  unlimited.level0 = false;  // every non-empty matrix through the W-cycle
+  std::vector<MatrixShape> block_shapes;
+  std::vector<std::vector<T>> block_mats;
+  std::vector<std::size_t> block_of;  // batch index of each block-rotation matrix
+  for (std::size_t b = 0; b < shapes.size(); ++b)
+    if (shapes[b].rows > 0 && shapes[b].cols > 0) {
+      block_shapes.push_back(shapes[b]);
+      block_mats.push_back(mats[b]);
+      block_of.push_back(b);
+    }
+  const std::size_t whole = Svd::planned_workspace_bytes(Exec(), shapes, unlimited);
+  // Within the limit, to the byte as allocated and as planned.
+  const auto held_within = [&](const kwsvd::SvdOptions& o, const char* what) {
+    SCOPED_TRACE(what);
+    kwsvd::test::KokkosEvents construction;
+    std::size_t held = 0;
+    {
+      kwsvd::test::KokkosEventRecorder recorder(construction);
+      Svd svd(Exec(), shapes, o);
+      held = svd.workspace_bytes();
+    }
+    EXPECT_LE(held, o.max_workspace_bytes);
+    EXPECT_EQ(held, Svd::planned_workspace_bytes(Exec(), shapes, o));
+    EXPECT_EQ(construction.bytes_allocated(memory, "kwsvd::"), held)
+        << construction.allocation_list();
+  };
+  // Each round's results are those of a call on its matrices alone.
+  const auto expect_rounds_alone = [&](Svd& svd, const char* what) {
+    SCOPED_TRACE(what);
+    const auto counts = svd.matrices_per_round();
+    ASSERT_EQ(int(counts.size()), svd.rounds());
+    int begin = 0;
+    for (const int count : counts) {
+      ASSERT_GE(count, 1);
+      begin += count;
+    }
+    ASSERT_EQ(begin, int(block_shapes.size()));
+    const auto limited = TestFixture::run(shapes, mats, unlimited, &svd);
+    TestFixture::expect_accurate(shapes, mats, limited, what);
+    const auto again = TestFixture::run(shapes, mats, unlimited, &svd);
+    begin = 0;
+    for (const int count : counts) {
+      const std::vector<MatrixShape> round_shapes(block_shapes.begin() + begin,
+                                                  block_shapes.begin() + begin + count);
+      const std::vector<std::vector<T>> round_mats(block_mats.begin() + begin,
+                                                   block_mats.begin() + begin + count);
+      const auto alone = TestFixture::run(round_shapes, round_mats, unlimited);
+      for (int k = 0; k < count; ++k) {
+        const std::size_t b = block_of[std::size_t(begin + k)];
+        EXPECT_EQ(alone.info[k].sweeps, limited.info[b].sweeps) << b;
+        EXPECT_EQ(alone.s[k], limited.s[b]) << b;
+        EXPECT_EQ(alone.u[k], limited.u[b]) << b;
+        EXPECT_EQ(alone.v[k], limited.v[b]) << b;
+        EXPECT_EQ(again.s[b], limited.s[b]) << b;
+        EXPECT_EQ(again.u[b], limited.u[b]) << b;
+      }
+      begin += count;
+    }
+  };
+
+  kwsvd::SvdOptions half = unlimited;
+  half.max_workspace_bytes = whole / 2;
+  held_within(half, "half");
+  int half_rounds = 0;
+  {
+    Svd svd(Exec(), shapes, half);
+    half_rounds = svd.rounds();
+    EXPECT_GE(half_rounds, 2);
+    expect_rounds_alone(svd, "half");
+  }
+
+  // Below the slots alone, or below what rounds with the smallest shared
+  // workspace need: refused, naming the option and that size.
+  kwsvd::SvdOptions tiny = unlimited;
+  tiny.max_workspace_bytes = 1000;
+  const std::string slots = error_of([&] { Svd(Exec(), shapes, tiny); });
+  EXPECT_NE(slots.find("options.max_workspace_bytes"), std::string::npos) << slots;
+  EXPECT_NE(slots.find("that the batch's slots and lists take, got 1 kB (1000 bytes)"),
+            std::string::npos)
+      << slots;
+  tiny.max_workspace_bytes = 4000;
+  const std::string e = error_of([&] { Svd(Exec(), shapes, tiny); });
+  EXPECT_NE(e.find("kwsvd::VariableBatchedSvd"), std::string::npos) << e;
+  EXPECT_NE(e.find("options.max_workspace_bytes"), std::string::npos) << e;
+  EXPECT_NE(e.find("with the smallest shared workspace"), std::string::npos) << e;
+  EXPECT_NE(e.find("got 4 kB (4000 bytes)"), std::string::npos) << e;
+  const std::size_t open = e.find(" bytes) that rounds");
+  ASSERT_NE(open, std::string::npos) << e;
+  const std::size_t from = e.rfind('(', open) + 1;
+  const std::size_t least = std::stoull(e.substr(from, open - from));
+  EXPECT_LT(least, whole);
+  kwsvd::SvdOptions tight = unlimited;
+  tight.max_workspace_bytes = least;
+  held_within(tight, "tight");
+  {
+    Svd svd(Exec(), shapes, tight);
+    EXPECT_GT(svd.rounds(), half_rounds);
+    expect_rounds_alone(svd, "tight");
+  }
+
+  // A limit the whole batch fits: one round, the unlimited call's.
+  kwsvd::SvdOptions roomy = unlimited;
+  roomy.max_workspace_bytes = whole;
+  Svd svd(Exec(), shapes, roomy);
+  EXPECT_EQ(svd.rounds(), 1);
+  EXPECT_EQ(svd.workspace_bytes(), whole);
+  const auto one = TestFixture::run(shapes, mats, roomy, &svd);
+  const auto free = TestFixture::run(shapes, mats, unlimited);
+  for (std::size_t b = 0; b < shapes.size(); ++b) {
+    EXPECT_EQ(one.s[b], free.s[b]) << b;
+    EXPECT_EQ(one.u[b], free.u[b]) << b;
+  }
+}
+
 // A reused handle allocates nothing after its first call, in the Views form
 // and the pointer-array form, and a call reads back at most one small value
 // per sweep of its block rotations (issue 6, items 3 and 4) and waits for

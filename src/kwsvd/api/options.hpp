@@ -111,7 +111,11 @@ struct SvdOptions {
   /// matrices_per_round). The last round ends at the batch's end, so it may
   /// solve again a few matrices of the round before, to the same results. A
   /// limit below one matrix's workspace is refused. Level-0 shapes hold no
-  /// workspace. Not supported by VariableBatchedSvd yet (it must be 0 there).
+  /// workspace. A VariableBatchedSvd sweeps its block-rotation matrices in
+  /// rounds of consecutive matrices (VariableBatchedSvd::rounds), each as
+  /// long as fits: every round keeps its own plan and task lists, and the
+  /// rounds share one workspace for their working copies, so that its
+  /// workspace_bytes() stays within the limit.
   std::size_t max_workspace_bytes = 0;
 };
 

@@ -18,6 +18,7 @@
 #include <map>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kwsvd/api/batched_small_svd.hpp"
@@ -65,7 +66,9 @@ class VariableBatchedSvd {
 
   /// Bytes of device memory this handle holds: the matrices' slots, the
   /// level-0 groups' lists, and the W-cycle's working copies, buffers and
-  /// task lists (BatchedSvd::workspace_bytes).
+  /// task lists (BatchedSvd::workspace_bytes); under
+  /// SvdOptions::max_workspace_bytes, every round's plan and the workspace
+  /// the rounds share, within the limit.
   std::size_t workspace_bytes() const { return workspace_bytes_; }
 
   /// Number of matrices.
@@ -83,12 +86,25 @@ class VariableBatchedSvd {
   int level0_launches() const { return int(level0_groups_.size()); }
   int block_count() const { return block_count_; }
   int empty_count() const { return empty_count_; }
-  /// Column-block width of the W-cycle's level 1 (0 when no matrix needs it).
-  int block_width() const { return block_count_ > 0 ? solver_.width() : 0; }
+  /// Column-block width of the W-cycle's level 1 (0 when no matrix needs
+  /// it; its first round's under SvdOptions::max_workspace_bytes).
+  int block_width() const { return rounds_.empty() ? 0 : rounds_.front().solver.width(); }
   /// How the W-cycle splits a sweep of the block-rotation matrices (levels,
-  /// steps, pairs by group); empty when no matrix needs it.
+  /// steps, pairs by group; its first round's under a workspace limit);
+  /// empty when no matrix needs it.
   WcyclePlanSummary plan_summary() const {
-    return block_count_ > 0 ? solver_.summary() : WcyclePlanSummary{};
+    return rounds_.empty() ? WcyclePlanSummary{} : rounds_.front().solver.summary();
+  }
+  /// Rounds the W-cycle sweeps the block-rotation matrices in, one after
+  /// another: 1, or more under SvdOptions::max_workspace_bytes (0 when no
+  /// matrix needs block rotations).
+  int rounds() const { return int(rounds_.size()); }
+  /// The block-rotation matrices of each round, in their batch order.
+  std::vector<int> matrices_per_round() const {
+    std::vector<int> counts;
+    for (const auto& round : rounds_)
+      counts.push_back(round.count);
+    return counts;
   }
 
   /// A[b] = U[b] diag(S[b]) V[b]^T for every b: A[b] a rank-2 View (m_b,
@@ -223,13 +239,6 @@ class VariableBatchedSvd {
       }
     }
     Impl::require_svd_options<Scalar>(fn, options);
-    if (options.max_workspace_bytes != 0) {
-      Impl::throw_invalid_argument(
-          fn, "options.max_workspace_bytes",
-          "must be 0: a variable batch is not swept in rounds yet (split its shapes by "
-          "planned_workspace_bytes instead), got " +
-              std::to_string(options.max_workspace_bytes));
-    }
     Impl::WorkspaceAllocator<memory_space> alloc(allocate, fn);
     const bool vectors = options.job == Job::values_and_vectors;
     std::vector<int> blocks, empty;
@@ -262,11 +271,11 @@ class VariableBatchedSvd {
     }
     block_index_ = alloc.upload(blocks, "kwsvd::block_index");
     empty_index_ = alloc.upload(empty, "kwsvd::empty_index");
-    if (!blocks.empty())
-      solver_ =
-          Impl::WcycleLevelSolver<ExecSpace, Scalar>(exec, block_shapes, options, fn, allocate);
     slots_ = alloc.template zeros<Impl::MatrixSlot<Scalar>>("kwsvd::slots", shapes.size());
-    workspace_bytes_ = alloc.bytes() + solver_.workspace_bytes();
+    plan_rounds(exec, block_shapes, alloc, fn);
+    workspace_bytes_ = alloc.bytes();
+    for (const auto& round : rounds_)
+      workspace_bytes_ += round.solver.workspace_bytes();
     if (!allocate)
       return;
     host_slots_ = Kokkos::create_mirror_view(slots_);
@@ -353,8 +362,131 @@ class VariableBatchedSvd {
           exec_, g.count, g.plan,
           Impl::SlottedSmallSvdFunctor<ExecSpace, Scalar>{
               {slots, g.index.data()}, g.shapes.data(), vectors, tol, options_.max_sweeps});
-    if (block_count_ > 0)
-      solver_.run(exec_, Impl::IndexedSlots<Scalar>{slots, block_index_.data()}, vectors);
+    for (auto& round : rounds_) {
+      // Rounds that share the arena each find it as a fresh plan would.
+      if (arena_.data() != nullptr)
+        Kokkos::deep_copy(
+            exec_,
+            Kokkos::subview(arena_, std::make_pair(std::size_t(0), round.solver.arena_bytes())),
+            static_cast<unsigned char>(0));
+      round.solver.run(exec_, Impl::IndexedSlots<Scalar>{slots, block_index_.data() + round.begin},
+                       vectors);
+    }
+  }
+
+  // The W-cycle's rounds over the block-rotation matrices (`shapes`, in
+  // their batch order): all of them in one plan, or, when their plan and
+  // the handle's other buffers (`alloc`'s so far) exceed
+  // options.max_workspace_bytes, consecutive runs of them whose plans fit it
+  // together. Each round's plan keeps its own task lists and geometry; their
+  // per-call state (working copies, Grams, rotations) is carved from one
+  // arena, as large as the largest round's, which launch() clears before
+  // each round. The arena dominates: for a cap on it, rounds are made as
+  // long as their state stays within the cap (pack_rounds), the cap being
+  // what the limit leaves for it. A limit that even the smallest cap (the
+  // largest single matrix's state) does not fit is refused, as is one below
+  // the other buffers alone.
+  void plan_rounds(const ExecSpace& exec, const std::vector<MatrixShape>& shapes,
+                   Impl::WorkspaceAllocator<memory_space>& alloc, const char* fn) {
+    using Solver = Impl::WcycleLevelSolver<ExecSpace, Scalar>;
+    using Allocator = Impl::WorkspaceAllocator<memory_space>;
+    const int total = int(shapes.size());
+    const std::size_t limit = options_.max_workspace_bytes;
+    if (limit != 0 && alloc.bytes() > limit) {
+      Impl::throw_invalid_argument(
+          fn, "options.max_workspace_bytes",
+          "must be 0 (no limit) or at least the " + Impl::format_bytes(alloc.bytes()) +
+              " that the batch's slots and lists take, got " + Impl::format_bytes(limit));
+    }
+    if (total == 0)
+      return;
+    const bool allocate = alloc.allocates();
+    const auto span = [&](int begin, int count) {
+      return std::vector<MatrixShape>(shapes.begin() + begin, shapes.begin() + begin + count);
+    };
+    if (limit == 0 ||
+        alloc.bytes() + Solver(exec, shapes, options_, fn, false).workspace_bytes() <= limit) {
+      rounds_.push_back({0, total, Solver(exec, shapes, options_, fn, allocate)});
+      return;
+    }
+    // A round's plan, made without allocating: its own bytes and its arena's.
+    const auto need = [&](int begin, int count) {
+      const Solver plan(exec, span(begin, count), options_, fn, Allocator::sharing({}, false, fn));
+      return std::make_pair(plan.workspace_bytes(), plan.arena_bytes());
+    };
+    std::size_t smallest = 0;  // the largest single matrix's arena: the smallest cap
+    for (int b = 0; b < total; ++b)
+      smallest = std::max(smallest, need(b, 1).second);
+    // The first cap: what the limit leaves beside the other buffers and the
+    // plans' own bytes, taken as the whole batch's in one plan. Rounds'
+    // plans hold a little more together (each its own per-step lists), so
+    // the cap is then lowered by what the rounds exceed the limit by, until
+    // they fit (a few packings), or down to the smallest cap.
+    const auto [whole_own, whole_arena] = need(0, total);
+    const std::size_t held = alloc.bytes();
+    std::size_t cap = limit > held + whole_own ? limit - held - whole_own : 0;
+    cap = std::max(smallest, std::min(cap, whole_arena));
+    Packing best = pack_rounds(total, cap, need);
+    for (int trial = 0; held + best.bytes > limit && cap > smallest; ++trial) {
+      const std::size_t excess = held + best.bytes - limit;
+      cap = trial < 8 && cap > smallest + excess ? cap - excess : smallest;
+      best = pack_rounds(total, cap, need);
+    }
+    if (held + best.bytes > limit) {
+      Impl::throw_invalid_argument(
+          fn, "options.max_workspace_bytes",
+          "must be 0 (no limit) or at least the " + Impl::format_bytes(held + best.bytes) +
+              " that rounds of the block-rotation matrices with the smallest shared workspace "
+              "take with the batch's other buffers, got " +
+              Impl::format_bytes(limit));
+    }
+    arena_ = alloc.template zeros<unsigned char>("kwsvd::round_workspace", best.arena);
+    for (const auto& [begin, count] : best.spans)
+      rounds_.push_back({begin, count,
+                         Solver(exec, span(begin, count), options_, fn,
+                                Allocator::sharing(arena_, allocate, fn))});
+  }
+
+  // Rounds of the `total` block-rotation matrices whose arenas stay within
+  // `cap`, each as long as that allows (from the previous round's length,
+  // doubling, then bisection over `need(begin, count)`): their spans, the
+  // largest arena, and the bytes of their plans and that arena together.
+  struct Packing {
+    std::vector<std::pair<int, int>> spans;  // (begin, count) of each round
+    std::size_t arena = 0, bytes = 0;
+  };
+  template <class Need>
+  static Packing pack_rounds(int total, std::size_t cap, const Need& need) {
+    Packing packing;
+    std::size_t own = 0;
+    int last = 1;  // the previous round's length: the first guess of the next
+    for (int begin = 0; begin < total;) {
+      const int rest = total - begin;
+      // A round of `good` matrices stays within the cap (a single one always
+      // does: the cap is at least the largest single arena), one of `bad`
+      // does not.
+      int good = 1, bad = rest + 1;
+      auto at_good = need(begin, 1);
+      for (bool first = true; bad - good > 1; first = false) {
+        const int count = first && last > 1 ? std::min(last, rest)
+                          : bad > rest      ? std::min(2 * good, rest)
+                                            : (good + bad) / 2;
+        const auto n = need(begin, count);
+        if (n.second <= cap) {
+          good = count;
+          at_good = n;
+        } else {
+          bad = count;
+        }
+      }
+      packing.spans.emplace_back(begin, good);
+      last = good;
+      own += at_good.first;
+      packing.arena = std::max(packing.arena, at_good.second);
+      begin += good;
+    }
+    packing.bytes = own + packing.arena;
+    return packing;
   }
 
   // The device keeps the slots it was last sent, so a call whose slots are
@@ -422,7 +554,15 @@ class VariableBatchedSvd {
   std::vector<Impl::MatrixSlot<Scalar>> staged_;
   std::vector<Impl::MatrixStorage> storage_;  // the overlap check's list, kept for its capacity
   bool uploaded_ = false;
-  Impl::WcycleLevelSolver<ExecSpace, Scalar> solver_;
+  // The block-rotation matrices block_index_[begin, begin + count) and
+  // their W-cycle plan.
+  struct Round {
+    int begin = 0, count = 0;
+    Impl::WcycleLevelSolver<ExecSpace, Scalar> solver;
+  };
+  std::vector<Round> rounds_;
+  // The rounds' shared per-call state; empty unless there are several.
+  Kokkos::View<unsigned char*, memory_space> arena_;
   std::size_t workspace_bytes_ = 0;  // device bytes of every buffer above
 };
 

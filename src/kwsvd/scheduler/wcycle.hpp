@@ -300,10 +300,20 @@ class WcycleLevelSolver {
   WcycleLevelSolver(const ExecSpace& exec, const std::vector<MatrixShape>& shapes,
                     const SvdOptions& options, const char* fn = "kwsvd::batched_svd",
                     bool allocate = true)
+      : WcycleLevelSolver(exec, shapes, options, fn,
+                          WorkspaceAllocator<memory_space>(allocate, fn)) {}
+
+  /// The same with the allocator given: one that shares an arena for the
+  /// per-call state (WorkspaceAllocator::sharing) makes a plan that must be
+  /// run only after its owner cleared that arena.
+  WcycleLevelSolver(const ExecSpace& exec, const std::vector<MatrixShape>& shapes,
+                    const SvdOptions& options, const char* fn,
+                    const WorkspaceAllocator<memory_space>& alloc)
       : batch_(int(shapes.size())),
         vectors_(options.job == Job::values_and_vectors),
         options_(options),
-        alloc_(allocate, fn) {
+        alloc_(alloc) {
+    const bool allocate = alloc.allocates();
     std::vector<WorkGeometry> geometry(shapes.size());
     std::vector<MatrixShape> work(shapes.size());
     std::size_t w_size = 0, v_size = 0;
@@ -362,8 +372,12 @@ class WcycleLevelSolver {
   }
 
   /// Bytes of device memory the plan holds (its workspace, plans and task
-  /// lists; with `allocate` false, what it would hold).
+  /// lists; with `allocate` false, what it would hold; not the part of it
+  /// carved from a shared arena).
   std::size_t workspace_bytes() const { return alloc_.bytes(); }
+  /// Bytes of the per-call state carved from a shared arena (0 unless the
+  /// allocator shares one).
+  std::size_t arena_bytes() const { return alloc_.arena_bytes(); }
 
   /// w_1, the column-block width of level 1.
   int width() const { return widths_.empty() ? 0 : widths_.front(); }
