@@ -447,9 +447,10 @@ TYPED_TEST(VariableBatch, WorkspaceBytesAreWhatTheHandleAllocates) {
 // limit (what Kokkos saw allocated, and what the query plans); each round's
 // matrices get, to the bit, the results of a call on them alone (the shared
 // workspace is cleared before each round), and a reused handle the same
-// again. A limit too small is refused, naming the option and a size that
-// rounds of one matrix each fit, and that size is then taken; a limit the
-// whole batch fits is one round, the unlimited call's.
+// again, allocating nothing. A limit below the slots, or below what rounds
+// with the smallest shared workspace take, is refused, naming the option and
+// that size, which is then taken; a limit the whole batch fits is one round,
+// the unlimited call's.
 TYPED_TEST(VariableBatch, WorkspaceLimitSweepsRoundsThatShareOneWorkspace) {
   using T = typename TestFixture::Scalar;
   using Svd = kwsvd::VariableBatchedSvd<Exec, T>;
@@ -526,6 +527,17 @@ TYPED_TEST(VariableBatch, WorkspaceLimitSweepsRoundsThatShareOneWorkspace) {
     half_rounds = svd.rounds();
     EXPECT_GE(half_rounds, 2);
     expect_rounds_alone(svd, "half");
+    // A reused handle allocates nothing and reads back one small value a
+    // sweep of each round.
+    const auto views = TestFixture::make_views(shapes, mats);
+    svd.compute(views.A, views.S, views.U, views.V, views.info);
+    kwsvd::test::KokkosEvents events;
+    {
+      kwsvd::test::KokkosEventRecorder recorder(events);
+      svd.compute(views.A, views.S, views.U, views.V, views.info);
+    }
+    EXPECT_TRUE(events.allocations.empty()) << events.allocation_list();
+    EXPECT_LE(events.device_to_host_copies(), half_rounds * kwsvd::test::most_sweeps(views.info));
   }
 
   // Below the slots alone, or below what rounds with the smallest shared

@@ -441,10 +441,18 @@ class VariableBatchedSvd {
               Impl::format_bytes(limit));
     }
     arena_ = alloc.template zeros<unsigned char>("kwsvd::round_workspace", best.arena);
-    for (const auto& [begin, count] : best.spans)
+    // The rounds run one after another: they share the first streams made.
+    std::size_t streams = best.spans.size();  // the round whose streams the others take
+    for (const auto& [begin, count] : best.spans) {
       rounds_.push_back({begin, count,
                          Solver(exec, span(begin, count), options_, fn,
                                 Allocator::sharing(arena_, allocate, fn))});
+      auto& solver = rounds_.back().solver;
+      if (streams < rounds_.size())
+        solver.share_streams(rounds_[streams].solver);
+      else if (solver.has_streams())
+        streams = rounds_.size() - 1;
+    }
   }
 
   // Rounds of the `total` block-rotation matrices whose arenas stay within

@@ -379,6 +379,15 @@ class WcycleLevelSolver {
   /// allocator shares one).
   std::size_t arena_bytes() const { return alloc_.arena_bytes(); }
 
+  /// Runs the parts on `other`'s streams instead of its own, where both
+  /// have streams: plans that run one after another (a variable batch's
+  /// rounds) then hold two streams in all, not two each.
+  void share_streams(const WcycleLevelSolver& other) {
+    if (!streams_.empty() && !other.streams_.empty())
+      streams_ = other.streams_;
+  }
+  bool has_streams() const { return !streams_.empty(); }
+
   /// w_1, the column-block width of level 1.
   int width() const { return widths_.empty() ? 0 : widths_.front(); }
   /// The tailoring plan of level 1's GEMMs.
