@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -119,90 +118,6 @@ TEST(WcycleOptions, RandomCombinationsMeetSeed002Thresholds) {
       default:
         random_trial<float, Kokkos::LayoutRight>(rng, trial);
     }
-  }
-}
-
-// Variable batches under random workspace limits: 2 to 9 matrices of random
-// shapes (some empty, some tall or wide) through the W-cycle, a limit of a
-// random fraction of their unlimited workspace. An accepted limit must hold
-// the handle within it and give every matrix seed 002's thresholds; a
-// refused one must name the option.
-template <class T>
-void variable_limit_trial(std::mt19937_64& rng, int trial) {
-  using Svd = kwsvd::VariableBatchedSvd<Exec, T>;
-  const auto pick = [&](std::initializer_list<int> v) { return *(v.begin() + rng() % v.size()); };
-  const int batch = 2 + int(rng() % 8);
-  std::vector<kwsvd::MatrixShape> shapes;
-  std::vector<std::vector<T>> mats;
-  for (int b = 0; b < batch; ++b) {
-    const int m = pick({0, 1, 7, 33, 64, 97, 130, 200}), n = pick({1, 16, 33, 48, 65, 97, 150});
-    shapes.push_back({m, n});
-    mats.push_back(kwsvd::test::random_matrix<T>(m, n, 1000u * unsigned(trial) + unsigned(b)));
-  }
-  kwsvd::SvdOptions o;
-  o.level0 = rng() % 4 == 0;
-  o.instances = pick({0, 1, 2});
-  o.block_scratch_bytes = pick({0, 40936, 16384});
-  const double fraction = double(pick({45, 60, 75, 90})) / 100;
-  o.max_workspace_bytes =
-      std::size_t(fraction * double(Svd::planned_workspace_bytes(Exec(), shapes, o)));
-  std::string text;
-  for (const auto& s : shapes)
-    text += std::to_string(s.rows) + "x" + std::to_string(s.cols) + " ";
-  SCOPED_TRACE("trial " + std::to_string(trial) + ": " + text + ", level0 " +
-               std::to_string(o.level0) + ", instances " + std::to_string(o.instances) +
-               ", scratch " + std::to_string(o.block_scratch_bytes) + ", limit " +
-               std::to_string(o.max_workspace_bytes));
-  std::unique_ptr<Svd> svd;
-  try {
-    svd = std::make_unique<Svd>(Exec(), shapes, o);
-  } catch (const kwsvd::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("options.max_workspace_bytes"), std::string::npos)
-        << e.what();
-    return;
-  }
-  EXPECT_LE(svd->workspace_bytes(), o.max_workspace_bytes);
-  using Matrix = Kokkos::View<T**, Kokkos::LayoutLeft>;
-  std::vector<Matrix> A, U, V;
-  std::vector<Kokkos::View<T*>> S;
-  for (int b = 0; b < batch; ++b) {
-    const int m = shapes[b].rows, n = shapes[b].cols, k = std::min(m, n);
-    A.emplace_back("A", m, n);
-    U.emplace_back("U", m, k);
-    V.emplace_back("V", n, k);
-    S.emplace_back("S", k);
-    Kokkos::deep_copy(A.back(), Kokkos::View<const T**, Kokkos::LayoutLeft, Kokkos::HostSpace>(
-                                    mats[b].data(), m, n));
-  }
-  Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
-  svd->compute(A, S, U, V, info);
-  const auto hinfo = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
-  const double bound = 30 * double(std::numeric_limits<T>::epsilon()) / 2;
-  for (int b = 0; b < batch; ++b) {
-    const int m = shapes[b].rows, n = shapes[b].cols, k = std::min(m, n);
-    EXPECT_EQ(hinfo(b).converged, 1) << "matrix " << b;
-    if (k == 0)
-      continue;
-    const auto host = [](const auto& x, std::size_t count) {
-      std::vector<T> h(count);
-      Kokkos::deep_copy(Kokkos::View<T*, Kokkos::HostSpace>(h.data(), count),
-                        Kokkos::View<const T*>(x.data(), count));
-      return h;
-    };
-    const auto e =
-        kwsvd::test::svd_errors(mats[b], m, n, host(S[b], k), host(U[b], std::size_t(m) * k),
-                                host(V[b], std::size_t(n) * k));
-    EXPECT_LT(std::max({e.e1, e.e2, e.e3, e.e4}), bound) << "matrix " << b;
-  }
-}
-
-TEST(WcycleOptions, RandomVariableBatchesUnderWorkspaceLimits) {
-  std::mt19937_64 rng(20261128);
-  for (int trial = 0; trial < 60; ++trial) {
-    if (rng() % 2)
-      variable_limit_trial<double>(rng, trial);
-    else
-      variable_limit_trial<float>(rng, trial);
   }
 }
 

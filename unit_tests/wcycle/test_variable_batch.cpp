@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -580,6 +582,50 @@ TYPED_TEST(VariableBatch, WorkspaceLimitSweepsRoundsThatShareOneWorkspace) {
   for (std::size_t b = 0; b < shapes.size(); ++b) {
     EXPECT_EQ(one.s[b], free.s[b]) << b;
     EXPECT_EQ(one.u[b], free.u[b]) << b;
+  }
+}
+
+// Random variable batches under random workspace limits: 2 to 9 matrices of
+// random shapes (some empty, some tall or wide), random instances and
+// scratch, a limit of 45 to 90% of their unlimited workspace. An accepted
+// limit must hold the handle within it and give every matrix seed 002's
+// thresholds; a refused one must name the option. Fixed seed.
+TYPED_TEST(VariableBatch, RandomBatchesUnderWorkspaceLimits) {
+  using T = typename TestFixture::Scalar;
+  using Svd = kwsvd::VariableBatchedSvd<Exec, T>;
+  std::mt19937_64 rng(20261128u + sizeof(T));
+  const auto pick = [&](std::initializer_list<int> v) { return *(v.begin() + rng() % v.size()); };
+  for (int trial = 0; trial < 15; ++trial) {
+    const int batch = 2 + int(rng() % 8);
+    std::vector<MatrixShape> shapes;
+    for (int b = 0; b < batch; ++b)
+      shapes.push_back({pick({0, 1, 7, 33, 64, 97, 130, 200}), pick({1, 16, 33, 48, 65, 97, 150})});
+    const auto mats = TestFixture::matrices(shapes);
+    kwsvd::SvdOptions o;
+    o.level0 = rng() % 4 == 0;
+    o.instances = pick({0, 1, 2});
+    o.block_scratch_bytes = pick({0, 40936, 16384});
+    const double fraction = double(pick({45, 60, 75, 90})) / 100;
+    o.max_workspace_bytes =
+        std::size_t(fraction * double(Svd::planned_workspace_bytes(Exec(), shapes, o)));
+    std::string text;
+    for (const auto& s : shapes)
+      text += std::to_string(s.rows) + "x" + std::to_string(s.cols) + " ";
+    SCOPED_TRACE("trial " + std::to_string(trial) + ": " + text + ", level0 " +
+                 std::to_string(o.level0) + ", instances " + std::to_string(o.instances) +
+                 ", scratch " + std::to_string(o.block_scratch_bytes) + ", limit " +
+                 std::to_string(o.max_workspace_bytes));
+    std::unique_ptr<Svd> svd;
+    try {
+      svd = std::make_unique<Svd>(Exec(), shapes, o);
+    } catch (const kwsvd::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("options.max_workspace_bytes"), std::string::npos)
+          << e.what();
+      continue;
+    }
+    EXPECT_LE(svd->workspace_bytes(), o.max_workspace_bytes);
+    TestFixture::expect_accurate(shapes, mats, TestFixture::run(shapes, mats, o, svd.get()),
+                                 "limited");
   }
 }
 

@@ -414,9 +414,14 @@ class VariableBatchedSvd {
       const Solver plan(exec, span(begin, count), options_, fn, Allocator::sharing({}, false, fn));
       return std::make_pair(plan.workspace_bytes(), plan.arena_bytes());
     };
-    std::size_t smallest = 0;  // the largest single matrix's arena: the smallest cap
-    for (int b = 0; b < total; ++b)
-      smallest = std::max(smallest, need(b, 1).second);
+    // Each matrix's plan alone: a round's least, and the smallest cap (the
+    // largest single arena).
+    std::vector<std::pair<std::size_t, std::size_t>> single;
+    std::size_t smallest = 0;
+    for (int b = 0; b < total; ++b) {
+      single.push_back(need(b, 1));
+      smallest = std::max(smallest, single.back().second);
+    }
     // The first cap: what the limit leaves beside the other buffers and the
     // plans' own bytes, taken as the whole batch's in one plan. Rounds'
     // plans hold a little more together (each its own per-step lists), so
@@ -426,11 +431,11 @@ class VariableBatchedSvd {
     const std::size_t held = alloc.bytes();
     std::size_t cap = limit > held + whole_own ? limit - held - whole_own : 0;
     cap = std::max(smallest, std::min(cap, whole_arena));
-    Packing best = pack_rounds(total, cap, need);
+    Packing best = pack_rounds(cap, single, need);
     for (int trial = 0; held + best.bytes > limit && cap > smallest; ++trial) {
       const std::size_t excess = held + best.bytes - limit;
       cap = trial < 8 && cap > smallest + excess ? cap - excess : smallest;
-      best = pack_rounds(total, cap, need);
+      best = pack_rounds(cap, single, need);
     }
     if (held + best.bytes > limit) {
       Impl::throw_invalid_argument(
@@ -442,29 +447,32 @@ class VariableBatchedSvd {
     }
     arena_ = alloc.template zeros<unsigned char>("kwsvd::round_workspace", best.arena);
     // The rounds run one after another: they share the first streams made.
-    std::size_t streams = best.spans.size();  // the round whose streams the others take
     for (const auto& [begin, count] : best.spans) {
       rounds_.push_back({begin, count,
                          Solver(exec, span(begin, count), options_, fn,
                                 Allocator::sharing(arena_, allocate, fn))});
-      auto& solver = rounds_.back().solver;
-      if (streams < rounds_.size())
-        solver.share_streams(rounds_[streams].solver);
-      else if (solver.has_streams())
-        streams = rounds_.size() - 1;
+      for (const auto& round : rounds_)
+        if (round.solver.has_streams()) {
+          rounds_.back().solver.share_streams(round.solver);
+          break;
+        }
     }
   }
 
-  // Rounds of the `total` block-rotation matrices whose arenas stay within
-  // `cap`, each as long as that allows (from the previous round's length,
-  // doubling, then bisection over `need(begin, count)`): their spans, the
-  // largest arena, and the bytes of their plans and that arena together.
+  // Rounds of the block-rotation matrices whose arenas stay within `cap`,
+  // each as long as that allows (from the previous round's length, doubling,
+  // then bisection over `need(begin, count)`; `single[b]` is need(b, 1)):
+  // their spans, the largest arena, and the bytes of their plans and that
+  // arena together.
   struct Packing {
     std::vector<std::pair<int, int>> spans;  // (begin, count) of each round
     std::size_t arena = 0, bytes = 0;
   };
   template <class Need>
-  static Packing pack_rounds(int total, std::size_t cap, const Need& need) {
+  static Packing pack_rounds(std::size_t cap,
+                             const std::vector<std::pair<std::size_t, std::size_t>>& single,
+                             const Need& need) {
+    const int total = int(single.size());
     Packing packing;
     std::size_t own = 0;
     int last = 1;  // the previous round's length: the first guess of the next
@@ -474,7 +482,7 @@ class VariableBatchedSvd {
       // does: the cap is at least the largest single arena), one of `bad`
       // does not.
       int good = 1, bad = rest + 1;
-      auto at_good = need(begin, 1);
+      auto at_good = single[std::size_t(begin)];
       for (bool first = true; bad - good > 1; first = false) {
         const int count = first && last > 1 ? std::min(last, rest)
                           : bad > rest      ? std::min(2 * good, rest)
