@@ -15,7 +15,8 @@
 //
 //   perf_svd_suite --suite=<smoke|paper|seed002|full> [--pair-svd=0|1]
 //                  [--level-widths=w1,w2,...] [--instances=0|1|2]
-//                  [--lanes-per-pair=0|1|2|4|8|16|32] [--job=vectors|values]
+//                  [--lanes-per-pair=0|1|2|4|8|16|32]
+//                  [--job=vectors|values|left|right]
 //                  [--level0=0|1] [--max-workspace-mb=X] [benchmark flags]
 //
 // --pair-svd, --level-widths, --instances, --lanes-per-pair, --level0 and
@@ -25,8 +26,10 @@
 // the tuning engine, level-0 and whole-matrix sweeps on, no workspace
 // limit), to compare W-cycle plans; kwsvd entries record the plan's levels,
 // pairs per sweep by group, instances, rounds and workspace. --job=values times kwsvd's values-only
-// calls (the baselines still compute vectors); their entries record
-// values_gap = |sum sigma^2 - ||A||_F^2| / ||A||_F^2 instead of residual and
+// calls, --job=left and right its calls for U alone and V alone
+// (Job::values_and_left_vectors, values_and_right_vectors; the baselines
+// still compute both); their entries record values_gap = |sum sigma^2 -
+// ||A||_F^2| / ||A||_F^2 instead of the residual, and the computed side's
 // orthogonality.
 //
 // Benchmark names: <experiment>/<implementation>/<scalar>/m:M/n:N/batch:B, or
@@ -205,13 +208,19 @@ void timed_loop(benchmark::State& state, Call&& call, const std::function<void()
   }
 }
 
-// `vectors`: U and V were computed (else only the values: values_gap).
+// What `job` computed: U and V (residual and orthogonality), else the
+// values (values_gap) and the one side computed, if any (its orthogonality).
 template <class T>
-void finish(benchmark::State& state, const ContiguousBatch<T>& data, bool vectors = true) {
-  if (vectors)
+void finish(benchmark::State& state, const ContiguousBatch<T>& data,
+            kwsvd::Job job = kwsvd::Job::values_and_vectors) {
+  if (job == kwsvd::Job::values_and_vectors) {
     kwsvd::bench::record_accuracy(state, data);
-  else
+  } else {
     kwsvd::bench::record_values_gap(state, data);
+    if (job != kwsvd::Job::values)
+      kwsvd::bench::record_side_orthogonality(state, data,
+                                              job == kwsvd::Job::values_and_left_vectors);
+  }
   kwsvd::bench::set_rates(state, nominal_flops(data.shapes), data.bytes());
   state.counters["batch"] = double(data.shapes.size());
   state.counters["max_extent"] = max_extent(data.shapes);
@@ -254,15 +263,17 @@ void run_kwsvd_point(benchmark::State& state, const Point& point) {
   ContiguousBatch<T> data(point.shapes);
   Kokkos::View<kwsvd::SvdInfo*> info("info", point.shapes.size());
   using Exec = Kokkos::DefaultExecutionSpace;
-  const bool vectors = suite_options.job == kwsvd::Job::values_and_vectors;
+  const kwsvd::Job job = suite_options.job;
+  const bool left = kwsvd::job_writes_u(job), right = kwsvd::job_writes_v(job);
   if (point.uniform) {
     const int batch = int(point.shapes.size()), m = point.shapes[0].rows, n = point.shapes[0].cols;
     kwsvd::BatchedSvd<Exec, T> svd(Exec(), batch, m, n, suite_options);  // planned once, reused
     auto A = data.uniform_a(), U = data.uniform_u(), V = data.uniform_v();
     auto S = data.uniform_s();
+    using Matrices = decltype(U);
     timed_loop(state, [&]() {
-      if (vectors)
-        svd.compute(A, S, U, V, info);
+      if (left || right)  // the side not computed as an empty View
+        svd.compute(A, S, left ? U : Matrices(), right ? V : Matrices(), info);
       else
         svd.compute(A, S, info);
       return true;
@@ -276,8 +287,8 @@ void run_kwsvd_point(benchmark::State& state, const Point& point) {
     kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), point.shapes, suite_options);
     timed_loop(state, [&]() {
       svd.compute(data.a_ptr.data(), data.lda.data(), data.s_ptr.data(),
-                  vectors ? data.u_ptr.data() : nullptr, vectors ? data.lda.data() : nullptr,
-                  vectors ? data.v_ptr.data() : nullptr, vectors ? data.ldv.data() : nullptr,
+                  left ? data.u_ptr.data() : nullptr, left ? data.lda.data() : nullptr,
+                  right ? data.v_ptr.data() : nullptr, right ? data.ldv.data() : nullptr,
                   info.data());
       return true;
     });
@@ -289,7 +300,7 @@ void run_kwsvd_point(benchmark::State& state, const Point& point) {
     state.counters["rounds"] = svd.rounds();
   }
   kwsvd::bench::record_convergence(state, info);
-  finish(state, data, vectors);
+  finish(state, data, job);
 }
 
 #ifdef KWSVD_HAVE_CUDA_BASELINES
@@ -500,11 +511,15 @@ int main(int argc, char** argv) {
       suite_options.lanes_per_pair = std::atoi(argv[i] + 17);
     } else if (std::strncmp(argv[i], "--job=", 6) == 0) {
       job = argv[i] + 6;
-      if (job != "vectors" && job != "values") {
-        std::fprintf(stderr, "perf_svd_suite: --job=%s (vectors, values)\n", job.c_str());
+      if (job != "vectors" && job != "values" && job != "left" && job != "right") {
+        std::fprintf(stderr, "perf_svd_suite: --job=%s (vectors, values, left, right)\n",
+                     job.c_str());
         return 1;
       }
-      suite_options.job = job == "values" ? kwsvd::Job::values : kwsvd::Job::values_and_vectors;
+      suite_options.job = job == "values"  ? kwsvd::Job::values
+                          : job == "left"  ? kwsvd::Job::values_and_left_vectors
+                          : job == "right" ? kwsvd::Job::values_and_right_vectors
+                                           : kwsvd::Job::values_and_vectors;
     } else if (std::strncmp(argv[i], "--level-widths=", 15) == 0) {
       widths = argv[i] + 15;  // comma-separated, e.g. 32,16
       std::istringstream in(widths);

@@ -190,6 +190,20 @@ auto host_part(const Kokkos::View<T*>& x, std::size_t offset, std::size_t count)
       Kokkos::HostSpace(), Kokkos::subview(x, std::make_pair(offset, offset + count)));
 }
 
+/// ||X^T X - I||_F of a rows x k column-major host copy X.
+template <class X>
+double orthogonality_of(const X& x, int rows, int k) {
+  double o2 = 0;
+  for (int p = 0; p < k; ++p)
+    for (int q = 0; q < k; ++q) {
+      double dot = 0;
+      for (int i = 0; i < rows; ++i)
+        dot += double(x(i + std::size_t(rows) * p)) * x(i + std::size_t(rows) * q);
+      o2 += (dot - (p == q)) * (dot - (p == q));
+    }
+  return std::sqrt(o2);
+}
+
 /// Counters residual = max ||A - U S V^T||_F / ||A||_F, orthU = max ||U^T U
 /// - I||_F and orthV likewise, over the first four matrices (one when a check
 /// costs over ~1e9 flops), computed on the host in double.
@@ -221,24 +235,28 @@ void record_accuracy(benchmark::State& state, const ContiguousBatch<T>& data) {
         r2 += (aij - usv) * (aij - usv);
         a2 += aij * aij;
       }
-    auto orthogonality = [&](const auto& x, int rows) {
-      double o2 = 0;
-      for (int p = 0; p < k; ++p)
-        for (int q = 0; q < k; ++q) {
-          double dot = 0;
-          for (int i = 0; i < rows; ++i)
-            dot += double(x(i + std::size_t(rows) * p)) * x(i + std::size_t(rows) * q);
-          o2 += (dot - (p == q)) * (dot - (p == q));
-        }
-      return std::sqrt(o2);
-    };
     residual = std::max(residual, a2 > 0 ? std::sqrt(r2 / a2) : std::sqrt(r2));
-    orth_u = std::max(orth_u, orthogonality(u, m));
-    orth_v = std::max(orth_v, orthogonality(v, n));
+    orth_u = std::max(orth_u, orthogonality_of(u, m, k));
+    orth_v = std::max(orth_v, orthogonality_of(v, n, k));
   }
   state.counters["residual"] = residual;
   state.counters["orthU"] = orth_u;
   state.counters["orthV"] = orth_v;
+}
+
+/// Counter orthU (`left`) or orthV of a call that computed that side only,
+/// over the first four matrices, computed on the host in double.
+template <class T>
+void record_side_orthogonality(benchmark::State& state, const ContiguousBatch<T>& data, bool left) {
+  double orth = 0;
+  for (std::size_t b = 0; b < data.shapes.size() && b < 4; ++b) {
+    const int m = data.shapes[b].rows, n = data.shapes[b].cols, k = std::min(m, n);
+    const int rows = left ? m : n;
+    const auto x = left ? host_part(data.u, data.u_offset[b], std::size_t(m) * k)
+                        : host_part(data.v, data.v_offset[b], std::size_t(n) * k);
+    orth = std::max(orth, orthogonality_of(x, rows, k));
+  }
+  state.counters[left ? "orthU" : "orthV"] = orth;
 }
 
 /// Counter values_gap of a values-only call: max |sum sigma^2 - ||A||_F^2| /

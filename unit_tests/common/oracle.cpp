@@ -205,22 +205,59 @@ SvdErrors svd_errors(const std::vector<T>& a, int m, int n, const std::vector<T>
 }
 
 template <class T>
+SideErrors side_errors(const std::vector<T>& a, int m, int n, const std::vector<T>& s,
+                       const std::vector<T>& x, bool left) {
+  const int k = std::min(m, n), rows = left ? m : n, other = left ? n : m;
+  SideErrors e;
+  if (k == 0)
+    return e;
+  // P = A^T X (n x k) for U, A X (m x k) for V.
+  std::vector<double> p(std::size_t(other) * std::size_t(k), 0.0);
+  for (int l = 0; l < k; ++l)
+    for (int o = 0; o < other; ++o) {
+      double sum = 0;
+      for (int r = 0; r < rows; ++r) {
+        const double entry =
+            left ? double(a[r + std::size_t(m) * o]) : double(a[o + std::size_t(m) * r]);
+        sum += entry * double(x[r + std::size_t(rows) * l]);
+      }
+      p[o + std::size_t(other) * l] = sum;
+    }
+  const double top = double(s[0]) * double(s[0]);
+  for (int j = 0; j < k; ++j) {
+    double col = 0;
+    for (int i = 0; i < k; ++i) {
+      double g = 0;
+      for (int o = 0; o < other; ++o)
+        g += p[o + std::size_t(other) * i] * p[o + std::size_t(other) * j];
+      const double want = i == j ? double(s[std::size_t(i)]) * double(s[std::size_t(i)]) : 0.0;
+      col += std::abs(g - want);
+    }
+    e.eigen = std::max(e.eigen, col / (k * (top > 0 ? top : 1.0)));
+  }
+  e.orthogonality = orthogonality_1(x, rows, k) / rows;
+  return e;
+}
+
+template <class T>
 double gamma(int k) {
   const double u = std::numeric_limits<T>::epsilon() / 2;
   return k * u / (1 - k * u);
 }
 
-#define KWSVD_TEST_ORACLE_INSTANTIATE(T)                                                   \
-  template std::vector<T> random_matrix<T>(int, int, std::uint64_t);                       \
-  template std::vector<T> blas_gram<T>(const std::vector<T>&, int, int);                   \
-  template std::vector<double> abs_gram<T>(const std::vector<T>&, int, int);               \
-  template std::vector<T> lapack_singular_values<T>(std::vector<T>, int, int);             \
-  template std::vector<T> lapack_symmetric_eigenvalues<T>(std::vector<T>, int);            \
-  template double gamma<T>(int);                                                           \
-  template std::vector<T> matrix_with_spectrum<T>(int, int, const std::vector<double>&,    \
-                                                  std::uint64_t);                          \
-  template SvdErrors svd_errors<T>(const std::vector<T>&, int, int, const std::vector<T>&, \
-                                   const std::vector<T>&, const std::vector<T>&);
+#define KWSVD_TEST_ORACLE_INSTANTIATE(T)                                                     \
+  template std::vector<T> random_matrix<T>(int, int, std::uint64_t);                         \
+  template std::vector<T> blas_gram<T>(const std::vector<T>&, int, int);                     \
+  template std::vector<double> abs_gram<T>(const std::vector<T>&, int, int);                 \
+  template std::vector<T> lapack_singular_values<T>(std::vector<T>, int, int);               \
+  template std::vector<T> lapack_symmetric_eigenvalues<T>(std::vector<T>, int);              \
+  template double gamma<T>(int);                                                             \
+  template std::vector<T> matrix_with_spectrum<T>(int, int, const std::vector<double>&,      \
+                                                  std::uint64_t);                            \
+  template SvdErrors svd_errors<T>(const std::vector<T>&, int, int, const std::vector<T>&,   \
+                                   const std::vector<T>&, const std::vector<T>&);            \
+  template SideErrors side_errors<T>(const std::vector<T>&, int, int, const std::vector<T>&, \
+                                     const std::vector<T>&, bool);
 KWSVD_TEST_ORACLE_INSTANTIATE(float)
 KWSVD_TEST_ORACLE_INSTANTIATE(double)
 

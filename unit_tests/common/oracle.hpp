@@ -62,6 +62,18 @@ template <class T>
 SvdErrors svd_errors(const std::vector<T>& a, int m, int n, const std::vector<T>& s,
                      const std::vector<T>& u, const std::vector<T>& v);
 
+/// One side of an SVD computed alone (Job::values_and_left_vectors or
+/// values_and_right_vectors), X = U (m x k, `left`) or V (n x k), computed in
+/// double: orthogonality = ||I - X^T X||_1 / rows (as e2, e3), and eigen =
+/// ||X^T B X - S^2||_1 / (k s_1^2) with B = A A^T for U and A^T A for V (X's
+/// columns are B's eigenvectors, S^2 its eigenvalues), k = min(m, n).
+struct SideErrors {
+  double orthogonality = 0, eigen = 0;
+};
+template <class T>
+SideErrors side_errors(const std::vector<T>& a, int m, int n, const std::vector<T>& s,
+                       const std::vector<T>& x, bool left);
+
 /// Sets every entry of a View to `value` through a host mirror, the same on
 /// every backend. (Kokkos 4.6.99's deep_copy(View, scalar) once wrote out of
 /// bounds for a rank-3 View in CUDA memory: it fills through a flat rank-1

@@ -11,6 +11,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/kokkos_events.hpp"
@@ -222,17 +223,15 @@ TYPED_TEST(VariableBatch, Level0SizeClassesLaunchOnTheirOwn) {
   // the general loop.
   kwsvd::SvdOptions four;
   four.lanes_per_pair = 4;
-  const auto plan =
-      kwsvd::Impl::plan_slotted_small_svd<Exec, T>({{1, 1}, {3, 2}, {32, 32}}, true, four);
+  const auto plan = kwsvd::Impl::plan_slotted_small_svd<Exec, T>({{1, 1}, {3, 2}, {32, 32}}, four);
   EXPECT_EQ(plan.rows_per_lane, 8);
   for (const auto& shape : plan.shapes) {
     EXPECT_EQ(shape.rows_per_lane, 8);
     EXPECT_GE(shape.ld_w, 32);
     EXPECT_GE(shape.ld_v, 32);
   }
-  EXPECT_EQ(
-      (kwsvd::Impl::plan_slotted_small_svd<Exec, T>({{3, 2}, {100, 3}}, true, four).rows_per_lane),
-      0);
+  EXPECT_EQ((kwsvd::Impl::plan_slotted_small_svd<Exec, T>({{3, 2}, {100, 3}}, four).rows_per_lane),
+            0);
   kwsvd::VariableBatchedSvd<Exec, T> svd_four(Exec(), shapes, four);
   TestFixture::expect_accurate(shapes, mats, TestFixture::run(shapes, mats, four, &svd_four),
                                "size classes, 4 lanes");
@@ -384,6 +383,106 @@ TYPED_TEST(VariableBatch, PointerArraysMatchTheViewsForm) {
     for (int l = 0; l < std::min(m[b], n[b]); ++l)
       EXPECT_NEAR(double(hs(l)), double(ref.s[b][l]),
                   100 * std::numeric_limits<T>::epsilon() * double(ref.s[b][0]));
+  }
+}
+
+// The one-sided jobs on a mixed batch: U alone and V alone, the other side
+// an empty list (Views) or null (pointer arrays, whose form gives the Views
+// form's bits). Every non-empty matrix's side is orthonormal and holds
+// singular vectors, its values those of the full call (a matrix may take
+// another path than in the full call: tall ones that fit level-0 scratch
+// without V only go to the level-0 kernel when V is not kept).
+TYPED_TEST(VariableBatch, OneSidedJobsGiveSingularVectorsOfOneSide) {
+  using T = typename TestFixture::Scalar;
+  const auto shapes = TestFixture::shapes();
+  const auto mats = TestFixture::matrices(shapes);
+  const auto full = TestFixture::run(shapes, mats, {});
+  const double u = std::numeric_limits<T>::epsilon() / 2;
+  const int batch = int(shapes.size());
+  for (const kwsvd::Job job :
+       {kwsvd::Job::values_and_left_vectors, kwsvd::Job::values_and_right_vectors}) {
+    const bool left = job == kwsvd::Job::values_and_left_vectors;
+    const std::string what = left ? "left" : "right";
+    kwsvd::SvdOptions options;
+    options.job = job;
+    kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), shapes, options);
+    const auto views = TestFixture::make_views(shapes, mats);
+    views.clear_outputs();
+    const std::vector<typename TestFixture::Matrix> none;
+    if (left)
+      svd.compute(views.A, views.S, views.U, none, views.info);
+    else
+      svd.compute(views.A, views.S, none, views.V, views.info);
+    const auto r = TestFixture::results(shapes, views);
+    for (int b = 0; b < batch; ++b) {
+      const int m = shapes[std::size_t(b)].rows, n = shapes[std::size_t(b)].cols;
+      const std::size_t k = std::size_t(std::min(m, n));
+      const std::string at =
+          what + " [" + std::to_string(b) + "] " + std::to_string(m) + " x " + std::to_string(n);
+      EXPECT_EQ(r.info[std::size_t(b)].converged, 1) << at;
+      if (k == 0)
+        continue;
+      const auto& x = left ? r.u[std::size_t(b)] : r.v[std::size_t(b)];
+      const auto e =
+          kwsvd::test::side_errors(mats[std::size_t(b)], m, n, r.s[std::size_t(b)], x, left);
+      EXPECT_LT(e.orthogonality, 30 * u) << at;
+      EXPECT_LT(e.eigen, 30 * u) << at;
+      for (std::size_t l = 0; l < k; ++l)
+        EXPECT_NEAR(double(r.s[std::size_t(b)][l]), double(full.s[std::size_t(b)][l]),
+                    120 * u * double(full.s[std::size_t(b)][0]))
+            << at << " value " << l;
+    }
+    // The side not computed is refused where given.
+    std::string w = error_of([&] { svd.compute(views.A, views.S, views.U, views.V, views.info); });
+    EXPECT_NE(w.find(left ? "argument 'V' must be empty" : "argument 'U' must be empty"),
+              std::string::npos)
+        << w;
+    if (!std::is_same<typename TestFixture::Layout, Kokkos::LayoutLeft>::value)
+      continue;  // the pointer arrays are column-major: LayoutLeft's A
+    // The pointer arrays, the side not computed null: the Views form's bits.
+    std::vector<const T*> a_ptr;
+    std::vector<T*> s_ptr, x_ptr;
+    std::vector<int> lda, ldx;
+    std::vector<Kokkos::View<T*>> S, X;
+    for (int b = 0; b < batch; ++b) {
+      const int m = shapes[std::size_t(b)].rows, n = shapes[std::size_t(b)].cols;
+      const int k = std::min(m, n), rows = left ? m : n;
+      a_ptr.push_back(views.A[std::size_t(b)].data());
+      lda.push_back(std::max(1, m));
+      S.emplace_back("S", k);
+      X.emplace_back("X", std::size_t(std::max(1, rows)) * k);
+      s_ptr.push_back(S.back().data());
+      x_ptr.push_back(X.back().data());
+      ldx.push_back(std::max(1, rows));
+    }
+    Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+    T* const* no = nullptr;
+    if (left)
+      svd.compute(a_ptr.data(), lda.data(), s_ptr.data(), x_ptr.data(), ldx.data(), no, nullptr,
+                  info.data());
+    else
+      svd.compute(a_ptr.data(), lda.data(), s_ptr.data(), no, nullptr, x_ptr.data(), ldx.data(),
+                  info.data());
+    for (int b = 0; b < batch; ++b) {
+      const int m = shapes[std::size_t(b)].rows, n = shapes[std::size_t(b)].cols;
+      const int k = std::min(m, n), rows = left ? m : n;
+      auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S[std::size_t(b)]);
+      auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), X[std::size_t(b)]);
+      const auto& x = left ? r.u[std::size_t(b)] : r.v[std::size_t(b)];
+      for (int l = 0; l < k; ++l) {
+        ASSERT_EQ(hs(l), r.s[std::size_t(b)][std::size_t(l)]) << what << " " << b;
+        for (int i = 0; i < rows; ++i)
+          ASSERT_EQ(hx(i + std::size_t(rows) * l), x[i + std::size_t(rows) * l])
+              << what << " " << b;
+      }
+    }
+    // The pointers of the side not computed are refused where given.
+    w = error_of([&] {
+      svd.compute(a_ptr.data(), lda.data(), s_ptr.data(), x_ptr.data(), ldx.data(), x_ptr.data(),
+                  ldx.data(), info.data());
+    });
+    EXPECT_NE(w.find(left ? "'V, ldv' must be null" : "'U, ldu' must be null"), std::string::npos)
+        << w;
   }
 }
 

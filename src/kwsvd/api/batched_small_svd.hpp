@@ -20,14 +20,15 @@
 
 namespace kwsvd {
 
-/// True when an m x n SVD (with or without vectors) fits in the run-time
-/// level-0 team scratch of ExecSpace, i.e. batched_small_svd accepts it.
+/// True when an m x n SVD of this job fits in the run-time level-0 team
+/// scratch of ExecSpace, i.e. batched_small_svd accepts it (a job that keeps
+/// no rotations, see Job, needs no V in scratch).
 template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
 bool small_svd_fits(int m, int n, Job job = Job::values_and_vectors) {
   if (m < 0 || n < 0)
     return false;
-  return Impl::one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(m, n,
-                                                                 job == Job::values_and_vectors) <=
+  return Impl::one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(
+             m, n, Impl::job_keeps_rotations(job, m, n)) <=
          std::size_t(Impl::team_scratch_bytes_max<ExecSpace>());
 }
 
@@ -35,15 +36,16 @@ namespace Impl {
 
 /// Whether batched_svd (uniform or variable batch, SvdOptions::level0) solves
 /// an m x n matrix in the level-0 kernel: where the kernel's working set
-/// fits level-0 scratch with V, and, for values only (no V in scratch),
-/// where it fits without and the W-cycle would sweep it whole anyway
+/// fits level-0 scratch with V, and, for jobs that keep no rotations (no V
+/// in scratch: values only, or the work matrix's left vectors only), where
+/// it fits without and the W-cycle would sweep it whole anyway
 /// (tuning/whole_matrix_sweeps.hpp). Wider matrices that fit only without V
 /// run faster through the W-cycle's blocks (H200, values only: float 100^2
 /// x 200 6.16 ms in the level-0 kernel against 4.56 ms through the blocks).
 template <class Scalar, class ExecSpace>
 bool solves_at_level0(int m, int n, Job job) {
   return small_svd_fits<Scalar, ExecSpace>(m, n, Job::values_and_vectors) ||
-         (job == Job::values && sweeps_whole(m < n ? m : n) &&
+         (!job_keeps_rotations(job, m, n) && sweeps_whole(m < n ? m : n) &&
           small_svd_fits<Scalar, ExecSpace>(m, n, job));
 }
 
@@ -60,7 +62,7 @@ struct BatchedSmallSvdFunctor {
   std::ptrdiff_t a_batch_stride;
   Scalar* S;
   std::ptrdiff_t s_batch_stride, s_stride;
-  StridedMatrix<Scalar> U, V;  // matrix 0 of each (unused without vectors)
+  StridedMatrix<Scalar> U, V;  // matrix 0 of each (empty: not computed)
   std::ptrdiff_t u_batch_stride, v_batch_stride;
   SvdInfo* info;
   std::ptrdiff_t info_stride;  // info is any rank-1 View (a column of a 2-D one, say)
@@ -80,10 +82,10 @@ struct BatchedSmallSvdFunctor {
     a.data += b * a_batch_stride;
     OneSidedJacobiOutput<Scalar> out{S + b * s_batch_stride, s_stride, U, V,
                                      info + b * info_stride};
-    if (shape.vectors) {
-      out.U.data += b * u_batch_stride;
-      out.V.data += b * v_batch_stride;
-    }
+    // A side not computed is null with a zero batch stride: it stays null.
+    // (Offsets under a null test took 8 more registers.)
+    out.U.data += b * u_batch_stride;
+    out.V.data += b * v_batch_stride;
     one_sided_jacobi_team<RowsPerLane>(
         member, a, shape,
         OneSidedJacobiScratch<Scalar>{W.data(), Vw.data(), d.data(), flags.data()}, out, tol,
@@ -147,7 +149,7 @@ struct SlottedSmallSvdFunctor {
   using FlagVector = TeamScratch<ExecSpace, int>;
   IndexedSlots<Scalar> slots;
   const OneSidedJacobiShape* shapes;
-  bool vectors;
+  bool vectors;  // the call computes vectors (else values only: V not rotated)
   Scalar tol;
   int max_sweeps;
 
@@ -200,7 +202,7 @@ inline int level0_size_class(const MatrixShape& s) {
 }
 
 template <class ExecSpace, class Scalar>
-SlottedSmallSvdPlan plan_slotted_small_svd(const std::vector<MatrixShape>& shapes, bool vectors,
+SlottedSmallSvdPlan plan_slotted_small_svd(const std::vector<MatrixShape>& shapes,
                                            const SvdOptions& options) {
   SlottedSmallSvdPlan plan;
   int rows = 1;
@@ -210,8 +212,8 @@ SlottedSmallSvdPlan plan_slotted_small_svd(const std::vector<MatrixShape>& shape
   const std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
   std::vector<OneSidedJacobiShape> planned;
   for (const auto& s : shapes) {
-    planned.push_back(
-        plan_one_sided_jacobi<ExecSpace, Scalar>(s.rows, s.cols, vectors, lanes, limit));
+    planned.push_back(plan_one_sided_jacobi<ExecSpace, Scalar>(
+        s.rows, s.cols, job_keeps_rotations(options.job, s.rows, s.cols), lanes, limit));
     planned.back().sorted = options.sort;
   }
   // One compiled row loop for the group, with the most row blocks of its
@@ -265,7 +267,7 @@ void launch_slotted_small_svd(const ExecSpace& exec, int count, const SlottedSma
 template <class ExecSpace, class AView, class SView, class UView, class VView, class InfoView>
 void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& S, const UView& U,
                             const VView& V, const InfoView& info, const SvdOptions& options,
-                            bool vectors) {
+                            Job job) {
   using Scalar = typename SView::non_const_value_type;
   static_assert(Kokkos::is_view<AView>::value && AView::rank == 3,
                 "kwsvd::batched_small_svd: A must be a rank-3 View (batch, m, n)");
@@ -302,23 +304,20 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
   require_extents(fn, "S", {S.extent(0), S.extent(1)}, {batch, k},
                   "(batch, min(m, n)) with batch, m, n taken from A");
   require_extents(fn, "info", {info.extent(0)}, {batch}, "(batch) with batch taken from A");
-  if (vectors) {
-    require_extents(fn, "U", {U.extent(0), U.extent(1), U.extent(2)}, {batch, m, k},
-                    "(batch, m, min(m, n)) with batch, m, n taken from A");
-    require_extents(fn, "V", {V.extent(0), V.extent(1), V.extent(2)}, {batch, n, k},
-                    "(batch, n, min(m, n)) with batch, m, n taken from A");
-  }
+  if (job != Job::values)
+    require_uniform_vectors(fn, job, U, V, batch, m, n);
   require_svd_options<Scalar>(fn, options);
-  require_disjoint_svd_storage(fn, A, S, U, V, info, vectors);
+  require_disjoint_svd_storage(fn, A, S, U, V, info, job);
   if (batch == 0)
     return;
-  if (!small_svd_fits<Scalar, ExecSpace>(int(m), int(n),
-                                         vectors ? Job::values_and_vectors : Job::values)) {
+  // V in scratch only where the job asks for the work matrix's right vectors.
+  const bool keeps = job_keeps_rotations(job, long(m), long(n));
+  if (!small_svd_fits<Scalar, ExecSpace>(int(m), int(n), job)) {
     throw_invalid_argument(
         fn, "A",
         "has shape " + std::to_string(m) + " x " + std::to_string(n) + ", whose working set (" +
             std::to_string(
-                one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(int(m), int(n), vectors)) +
+                one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(int(m), int(n), keeps)) +
             " bytes) exceeds the " + std::to_string(team_scratch_bytes_max<ExecSpace>()) +
             " bytes of level-0 team scratch of " + ExecSpace::name() +
             "; check kwsvd::small_svd_fits first");
@@ -333,21 +332,23 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
   // The row-block order follows the requested lanes even where the backend
   // runs fewer (host backends: 1), so host CI exercises the same traversal.
   OneSidedJacobiShape shape = plan_one_sided_jacobi<ExecSpace, Scalar>(
-      int(m), int(n), vectors, lanes, std::size_t(team_scratch_bytes_max<ExecSpace>()));
+      int(m), int(n), keeps, lanes, std::size_t(team_scratch_bytes_max<ExecSpace>()));
   shape.sorted = options.sort;
   while (lanes > 1 && lanes > vector_length_max<ExecSpace>())
     lanes /= 2;
-  const bool any_vectors = vectors && k > 0;
+  // The sides the job computes (an empty matrix for the others, which the
+  // kernel then does not write).
+  const bool left = job_writes_u(job) && k > 0, right = job_writes_v(job) && k > 0;
   const BatchedSmallSvdFunctor<ExecSpace, Scalar, 0> general{
       matrix_of<const Scalar>(A, 0),
       std::ptrdiff_t(A.stride(0)),
       S.data(),
       std::ptrdiff_t(S.stride(0)),
       std::ptrdiff_t(S.stride(1)),
-      any_vectors ? matrix_of<Scalar>(U, 0) : StridedMatrix<Scalar>{},
-      any_vectors ? matrix_of<Scalar>(V, 0) : StridedMatrix<Scalar>{},
-      any_vectors ? std::ptrdiff_t(U.stride(0)) : 0,
-      any_vectors ? std::ptrdiff_t(V.stride(0)) : 0,
+      left ? matrix_of<Scalar>(U, 0) : StridedMatrix<Scalar>{},
+      right ? matrix_of<Scalar>(V, 0) : StridedMatrix<Scalar>{},
+      left ? std::ptrdiff_t(U.stride(0)) : 0,
+      right ? std::ptrdiff_t(V.stride(0)) : 0,
       info.data(),
       std::ptrdiff_t(info.stride(0)),
       shape,
@@ -369,23 +370,21 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
 /// A: rank-3 View (batch, m, n), float or double, any layout, left unchanged
 /// (S, U, V and info must not share storage with A or with each other).
 /// S: (batch, k) with k = min(m, n), singular values in descending order.
-/// U: (batch, m, k) and V: (batch, n, k), orthonormal columns.
+/// U: (batch, m, k) and V: (batch, n, k), orthonormal columns; under
+/// options.job = Job::values_and_left_vectors (right_vectors) V (U) is not
+/// computed and must be an empty View.
 /// info: (batch) kwsvd::SvdInfo: sweeps used, converged, non-finite input (a
 /// matrix with NaN/Inf gets NaN outputs; the others are unaffected).
 /// Every View must be accessible from `exec`; the call is asynchronous.
 ///
 /// Throws kwsvd::invalid_argument naming the argument when extents, options or
-/// the shape are unusable; small_svd_fits<Scalar, ExecSpace>(m, n) tells
+/// the shape are unusable; small_svd_fits<Scalar, ExecSpace>(m, n, job) tells
 /// beforehand whether a shape fits the run-time scratch limit.
 template <class ExecSpace, class AView, class SView, class UView, class VView, class InfoView>
 void batched_small_svd(const ExecSpace& exec, const AView& A, const SView& S, const UView& U,
                        const VView& V, const InfoView& info, const SvdOptions& options = {}) {
-  if (options.job != Job::values_and_vectors) {
-    Impl::throw_invalid_argument("kwsvd::batched_small_svd", "options.job",
-                                 "must be Job::values_and_vectors when U and V are passed; use "
-                                 "the overload without U and V for values only");
-  }
-  Impl::batched_small_svd_impl(exec, A, S, U, V, info, options, true);
+  Impl::require_vector_job("kwsvd::batched_small_svd", options.job);
+  Impl::batched_small_svd_impl(exec, A, S, U, V, info, options, options.job);
 }
 
 /// Singular values only (options.job is ignored).
@@ -394,7 +393,7 @@ void batched_small_svd(const ExecSpace& exec, const AView& A, const SView& S, co
                        const SvdOptions& options = {}) {
   using Scalar = typename SView::non_const_value_type;
   using NoVectors = Kokkos::View<Scalar***, Kokkos::LayoutRight, typename SView::memory_space>;
-  Impl::batched_small_svd_impl(exec, A, S, NoVectors(), NoVectors(), info, options, false);
+  Impl::batched_small_svd_impl(exec, A, S, NoVectors(), NoVectors(), info, options, Job::values);
 }
 
 }  // namespace kwsvd

@@ -72,22 +72,21 @@ class BatchedSvd {
   /// left unchanged; S, U, V and info must not share storage with A or with
   /// each other (kwsvd::invalid_argument names the pair). Singular values
   /// descending, U and V orthonormal (the U columns of zero singular values
-  /// complete U's orthonormal set).
+  /// complete U's orthonormal set). Under SvdOptions::job =
+  /// Job::values_and_left_vectors (right_vectors) V (U) is not computed and
+  /// must be an empty View, such as a default-constructed one.
   template <class AView, class SView, class UView, class VView, class InfoView>
   void compute(const AView& A, const SView& S, const UView& U, const VView& V,
                const InfoView& info) {
-    if (options_.job != Job::values_and_vectors) {
-      Impl::throw_invalid_argument("kwsvd::BatchedSvd::compute", "options.job",
-                                   "must be Job::values_and_vectors when U and V are passed");
-    }
-    run(A, S, U, V, info, true);
+    Impl::require_vector_job("kwsvd::BatchedSvd::compute", options_.job);
+    run(A, S, U, V, info, options_.job);
   }
 
-  /// Singular values only.
+  /// Singular values only (whatever the handle's job).
   template <class AView, class SView, class InfoView>
   void compute(const AView& A, const SView& S, const InfoView& info) {
     using NoVectors = Kokkos::View<Scalar***, Kokkos::LayoutRight, typename SView::memory_space>;
-    run(A, S, NoVectors(), NoVectors(), info, false);
+    run(A, S, NoVectors(), NoVectors(), info, Job::values);
   }
 
  private:
@@ -145,8 +144,9 @@ class BatchedSvd {
   }
 
   template <class AView, class SView, class UView, class VView, class InfoView>
+  // `job`: what this call computes (the handle's job, or Job::values).
   void run(const AView& A, const SView& S, const UView& U, const VView& V, const InfoView& info,
-           bool vectors) {
+           Job job) {
     static_assert(Kokkos::is_view<AView>::value && AView::rank == 3,
                   "kwsvd::batched_svd: A must be a rank-3 View (batch, m, n)");
     static_assert(Kokkos::is_view<SView>::value && SView::rank == 2,
@@ -171,13 +171,9 @@ class BatchedSvd {
     Impl::require_extents(fn, "S", {S.extent(0), S.extent(1)}, {batch, k},
                           "(batch, min(m, n)) with batch, m, n taken from A");
     Impl::require_extents(fn, "info", {info.extent(0)}, {batch}, "(batch) with batch taken from A");
-    if (vectors) {
-      Impl::require_extents(fn, "U", {U.extent(0), U.extent(1), U.extent(2)}, {batch, m, k},
-                            "(batch, m, min(m, n)) with batch, m, n taken from A");
-      Impl::require_extents(fn, "V", {V.extent(0), V.extent(1), V.extent(2)}, {batch, n, k},
-                            "(batch, n, min(m, n)) with batch, m, n taken from A");
-    }
-    Impl::require_disjoint_svd_storage(fn, A, S, U, V, info, vectors);
+    if (job != Job::values)
+      Impl::require_uniform_vectors(fn, job, U, V, batch, m, n);
+    Impl::require_disjoint_svd_storage(fn, A, S, U, V, info, job);
     if (batch == 0)
       return;
     if (k == 0) {  // nothing to decompose: report success
@@ -185,16 +181,13 @@ class BatchedSvd {
       return;
     }
     if (level0_) {
-      if (vectors)
-        batched_small_svd(exec_, A, S, U, V, info, options_);
-      else
-        batched_small_svd(exec_, A, S, info, options_);
+      Impl::batched_small_svd_impl(exec_, A, S, U, V, info, options_, job);
       return;
     }
-    const auto slots = Impl::uniform_slots<Scalar>(A, S, U, V, info, vectors);
+    const auto slots = Impl::uniform_slots<Scalar>(A, S, U, V, info, job);
     // Rounds of round_ matrices; the last one ends at the batch's end.
     for (long b = 0; b < batch_; b += round_)
-      solver_.run(exec_, slots.from(int(std::min(b, batch_ - round_))), vectors);
+      solver_.run(exec_, slots.from(int(std::min(b, batch_ - round_))), job != Job::values);
   }
 
   ExecSpace exec_;
@@ -232,8 +225,12 @@ void batched_svd(const ExecSpace& exec, const AView& A, const SView& S, const In
 /// column-major matrices with leading dimensions, and batch strides (in
 /// elements) between consecutive matrices. A(b) is m x n at A + b strideA
 /// with leading dimension lda >= m; S(b) holds k = min(m, n) values at S + b
-/// strideS; U(b) is m x k (ldu >= m), V(b) n x k (ldv >= n); U and V may be
-/// null for values only. Throws kwsvd::invalid_argument naming the argument.
+/// strideS; U(b) is m x k (ldu >= m), V(b) n x k (ldv >= n). A null U or V
+/// is not computed: both null for values only, one of them for the other
+/// side's vectors only (Job::values_and_left_vectors or
+/// values_and_right_vectors, which options.job may also name; then the one
+/// it leaves out must be null). Throws kwsvd::invalid_argument naming the
+/// argument.
 template <class ExecSpace, class Scalar>
 void batched_svd(const ExecSpace& exec, int batch, int m, int n, const Scalar* A, int lda,
                  long long strideA, Scalar* S, long long strideS, Scalar* U, int ldu,
@@ -246,7 +243,7 @@ void batched_svd(const ExecSpace& exec, int batch, int m, int n, const Scalar* A
                                      std::to_string(m) + ", " + std::to_string(n));
   }
   const int k = m < n ? m : n;
-  const bool vectors = U != nullptr || V != nullptr;
+  const bool left = U != nullptr, right = V != nullptr;
   auto require = [&](bool ok, const char* arg, const std::string& what) {
     if (!ok)
       Impl::throw_invalid_argument(fn, arg, what);
@@ -262,16 +259,36 @@ void batched_svd(const ExecSpace& exec, int batch, int m, int n, const Scalar* A
   const bool any = batch > 0 && k > 0;
   require(!any || (A != nullptr && S != nullptr && info != nullptr), "A, S, info",
           "must not be null for a non-empty batch");
-  require(!vectors || (U != nullptr && V != nullptr), "U, V",
-          "must both be given (vectors) or both be null (values only)");
-  if (vectors) {
+  // The job the pointers name; options.job may name it too (the default
+  // values_and_vectors takes whichever they name).
+  const Job job = left && right ? Job::values_and_vectors
+                  : left        ? Job::values_and_left_vectors
+                  : right       ? Job::values_and_right_vectors
+                                : Job::values;
+  if (options.job != Job::values_and_vectors && options.job != job) {
+    require(job_writes_u(options.job) || !left, "U",
+            std::string("must be null: options.job = ") + Impl::job_name(options.job) +
+                " does not compute U");
+    require(job_writes_v(options.job) || !right, "V",
+            std::string("must be null: options.job = ") + Impl::job_name(options.job) +
+                " does not compute V");
+    require(!job_writes_u(options.job) || left, "U",
+            std::string("must not be null: options.job = ") + Impl::job_name(options.job) +
+                " computes U");
+    require(!job_writes_v(options.job) || right, "V",
+            std::string("must not be null: options.job = ") + Impl::job_name(options.job) +
+                " computes V");
+  }
+  if (left) {
     require(ldu >= mm, "ldu",
             "must be at least max(1, m) = " + std::to_string(mm) + ", got " + std::to_string(ldu));
-    require(ldv >= nn, "ldv",
-            "must be at least max(1, n) = " + std::to_string(nn) + ", got " + std::to_string(ldv));
     require(strideU >= (long long)ldu * k, "strideU",
             "must be at least ldu * min(m, n) = " + std::to_string((long long)ldu * k) + ", got " +
                 std::to_string(strideU));
+  }
+  if (right) {
+    require(ldv >= nn, "ldv",
+            "must be at least max(1, n) = " + std::to_string(nn) + ", got " + std::to_string(ldv));
     require(strideV >= (long long)ldv * k, "strideV",
             "must be at least ldv * min(m, n) = " + std::to_string((long long)ldv * k) + ", got " +
                 std::to_string(strideV));
@@ -287,17 +304,19 @@ void batched_svd(const ExecSpace& exec, int batch, int m, int n, const Scalar* A
                                            std::size_t(n), std::size_t(lda)));
   Values Sv(S, Kokkos::LayoutStride(b, std::size_t(strideS), std::size_t(k), 1));
   Infos Iv(info, b);
-  if (!vectors)
-    options.job = Job::values;
+  options.job = job;
   BatchedSvd<ExecSpace, Scalar> svd(exec, batch, m, n, options);
-  if (!vectors) {
+  if (job == Job::values) {
     svd.compute(Av, Sv, Iv);
     return;
   }
-  Matrices Uv(U, Kokkos::LayoutStride(b, std::size_t(strideU), std::size_t(m), 1, std::size_t(k),
-                                      std::size_t(ldu)));
-  Matrices Vv(V, Kokkos::LayoutStride(b, std::size_t(strideV), std::size_t(n), 1, std::size_t(k),
-                                      std::size_t(ldv)));
+  Matrices Uv, Vv;  // empty where not computed
+  if (left)
+    Uv = Matrices(U, Kokkos::LayoutStride(b, std::size_t(strideU), std::size_t(m), 1,
+                                          std::size_t(k), std::size_t(ldu)));
+  if (right)
+    Vv = Matrices(V, Kokkos::LayoutStride(b, std::size_t(strideV), std::size_t(n), 1,
+                                          std::size_t(k), std::size_t(ldv)));
   svd.compute(Av, Sv, Uv, Vv, Iv);
 }
 

@@ -108,6 +108,36 @@ void require_jacobi_options(const char* function, double tolerance, int max_swee
   }
 }
 
+const char* job_name(Job job) {
+  switch (job) {
+    case Job::values:
+      return "Job::values";
+    case Job::values_and_vectors:
+      return "Job::values_and_vectors";
+    case Job::values_and_left_vectors:
+      return "Job::values_and_left_vectors";
+    case Job::values_and_right_vectors:
+      return "Job::values_and_right_vectors";
+  }
+  return "an unknown Job";
+}
+
+void require_vector_job(const char* function, Job job) {
+  if (job == Job::values)
+    throw_invalid_argument(function, "options.job",
+                           "is Job::values, which computes no vectors: pass no U and V (the call "
+                           "with values only), or plan with a job that computes them");
+}
+
+void require_unwritten_output(const char* function, const char* argument, Job job,
+                              std::size_t size) {
+  if (size != 0)
+    throw_invalid_argument(function, argument,
+                           std::string("must be empty: options.job = ") + job_name(job) +
+                               " does not compute " + argument + ", got " + std::to_string(size) +
+                               " elements");
+}
+
 void require_lanes_per_pair(const char* function, int lanes) {
   if (lanes != 0 && (lanes < 1 || lanes > 32 || (lanes & (lanes - 1)) != 0)) {
     throw_invalid_argument(
@@ -120,10 +150,12 @@ void require_svd_options(const char* function, const SvdOptions& options, double
                          const char* scalar) {
   require_jacobi_options(function, options.tolerance, options.max_sweeps, unit_roundoff, scalar);
   require_lanes_per_pair(function, options.lanes_per_pair);
-  if (options.job != Job::values && options.job != Job::values_and_vectors) {
-    throw_invalid_argument(
-        function, "options.job",
-        "must be Job::values or Job::values_and_vectors, got " + std::to_string(int(options.job)));
+  if (options.job != Job::values && options.job != Job::values_and_vectors &&
+      options.job != Job::values_and_left_vectors && options.job != Job::values_and_right_vectors) {
+    throw_invalid_argument(function, "options.job",
+                           "must be Job::values, Job::values_and_vectors, "
+                           "Job::values_and_left_vectors or Job::values_and_right_vectors, got " +
+                               std::to_string(int(options.job)));
   }
   if (options.lanes_rule != LanesRule::measured && options.lanes_rule != LanesRule::gcd) {
     throw_invalid_argument(function, "options.lanes_rule",

@@ -67,6 +67,37 @@ void require_extents(const char* function, const char* argument,
                      std::initializer_list<std::size_t> actual,
                      std::initializer_list<std::size_t> expected, const char* expected_names);
 
+/// "Job::values_and_left_vectors": a job's name, for a message.
+const char* job_name(Job job);
+
+/// Throws unless a call with vectors may run under `job` (a handle's
+/// SvdOptions::job): any job but Job::values.
+void require_vector_job(const char* function, Job job);
+
+/// Throws unless an output that `job` does not compute (`argument`, "U" or
+/// "V") is empty (`size` elements), so that no caller takes it for written.
+void require_unwritten_output(const char* function, const char* argument, Job job,
+                              std::size_t size);
+
+/// The vector outputs of a uniform batch's call with U and V under `job`:
+/// each side the job computes has the shape (batch, m | n, min(m, n)), the
+/// other is empty.
+template <class UView, class VView>
+void require_uniform_vectors(const char* function, Job job, const UView& U, const VView& V,
+                             std::size_t batch, std::size_t m, std::size_t n) {
+  const std::size_t k = m < n ? m : n;
+  if (job_writes_u(job))
+    require_extents(function, "U", {U.extent(0), U.extent(1), U.extent(2)}, {batch, m, k},
+                    "(batch, m, min(m, n)) with batch, m, n taken from A");
+  else
+    require_unwritten_output(function, "U", job, U.size());
+  if (job_writes_v(job))
+    require_extents(function, "V", {V.extent(0), V.extent(1), V.extent(2)}, {batch, n, k},
+                    "(batch, n, min(m, n)) with batch, m, n taken from A");
+  else
+    require_unwritten_output(function, "V", job, V.size());
+}
+
 /// Throws unless tolerance is 0 (the default, 30 u) or in [2 u, 1) (2 u the
 /// machine epsilon) and max_sweeps >= 1: the options every Jacobi entry point
 /// shares, named as options.<field>. u is the unit roundoff of the scalar
@@ -112,16 +143,15 @@ struct NamedStorage {
 void require_disjoint_storage(const char* function, std::initializer_list<NamedStorage> inputs,
                               std::initializer_list<NamedStorage> outputs);
 
-/// require_disjoint_storage for a uniform batch's SVD: S, U, V (when
-/// `vectors`) and info against A and each other.
+/// require_disjoint_storage for a uniform batch's SVD: S, U, V (those that
+/// `job` writes) and info against A and each other.
 template <class AView, class SView, class UView, class VView, class InfoView>
 void require_disjoint_svd_storage(const char* function, const AView& A, const SView& S,
-                                  const UView& U, const VView& V, const InfoView& info,
-                                  bool vectors) {
+                                  const UView& U, const VView& V, const InfoView& info, Job job) {
   require_disjoint_storage(function, {{"A", batch_storage_runs(A)}},
                            {{"S", batch_storage_runs(S)},
-                            {"U", vectors ? batch_storage_runs(U) : StorageRuns{}},
-                            {"V", vectors ? batch_storage_runs(V) : StorageRuns{}},
+                            {"U", job_writes_u(job) ? batch_storage_runs(U) : StorageRuns{}},
+                            {"V", job_writes_v(job) ? batch_storage_runs(V) : StorageRuns{}},
                             {"info", batch_storage_runs(info)}});
 }
 

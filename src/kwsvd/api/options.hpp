@@ -9,11 +9,29 @@
 
 namespace kwsvd {
 
-/// What an SVD call computes.
+/// What an SVD call computes (k = min(m, n)). One-sided Jacobi rotates the
+/// columns of the work matrix (A, or A^T when m < n) until they are
+/// orthogonal: its left vectors are those columns normalized, its right
+/// vectors the product of the rotations, kept in a second array and rotated
+/// with them. A job that asks only for the left ones (U of a tall or square
+/// matrix, V of a wide one) keeps no such array, and a square matrix's
+/// sweeps do half the updates (Job::values's speed, plus the vectors'
+/// normalization and write); the other side's job keeps and rotates it as
+/// values_and_vectors does, only not writing the normalized columns.
 enum class Job {
-  values,             ///< singular values only
-  values_and_vectors  ///< singular values, U (m x k) and V (n x k), k = min(m, n)
+  values,                    ///< singular values only
+  values_and_vectors,        ///< singular values, U (m x k) and V (n x k)
+  values_and_left_vectors,   ///< singular values and U (m x k) only: V is not computed
+  values_and_right_vectors,  ///< singular values and V (n x k) only: U is not computed
 };
+
+/// Whether a job writes U (left) or V (right).
+KOKKOS_INLINE_FUNCTION constexpr bool job_writes_u(Job job) {
+  return job == Job::values_and_vectors || job == Job::values_and_left_vectors;
+}
+KOKKOS_INLINE_FUNCTION constexpr bool job_writes_v(Job job) {
+  return job == Job::values_and_vectors || job == Job::values_and_right_vectors;
+}
 
 /// How vector lanes per column pair (the W-cycle paper's alpha x warp,
 /// §IV-B-1) are chosen when SvdOptions::lanes_per_pair is 0.
@@ -29,7 +47,10 @@ enum class LanesRule {
 struct SvdOptions {
   /// What the calls of a handle compute. Job::values plans without V: the
   /// W-cycle keeps and rotates no V (a square matrix's sweeps then do half
-  /// the updates), and only those calls without U and V are allowed.
+  /// the updates), and only those calls without U and V are allowed. The
+  /// one-sided jobs take the call with U and V, the side they do not compute
+  /// passed as an empty View (null in the pointer forms); see Job for which
+  /// of them saves work. A call with values only is allowed whatever the job.
   Job job = Job::values_and_vectors;
   /// Relative orthogonality threshold: columns a_i, a_j are rotated while
   /// |a_i^T a_j| > tolerance * ||a_i|| ||a_j||. 0 selects the default 30 u
@@ -180,6 +201,13 @@ struct SvdInfo {
 using EvdInfo = SvdInfo;
 
 namespace Impl {
+/// Whether one-sided Jacobi on an m x n matrix must keep the right vectors of
+/// its work matrix (A, or A^T when m < n: see Job), which are A's V when m
+/// >= n and A's U when m < n.
+constexpr bool job_keeps_rotations(Job job, long m, long n) {
+  return m >= n ? job_writes_v(job) : job_writes_u(job);
+}
+
 /// The tolerance a call runs with: the caller's, or 30 u when it is 0.
 template <class Scalar>
 Scalar resolved_tolerance(double tolerance) {

@@ -111,15 +111,15 @@ class VariableBatchedSvd {
   /// n_b), S[b] rank-1 (k_b = min(m_b, n_b)), U[b] (m_b, k_b), V[b] (n_b,
   /// k_b), info a rank-1 View (batch) of kwsvd::SvdInfo; any layouts, memory
   /// the execution space can reach. A is left unchanged; the outputs must
-  /// not share storage with any A[b] or with each other.
+  /// not share storage with any A[b] or with each other. Under
+  /// SvdOptions::job = Job::values_and_left_vectors (right_vectors) V (U)
+  /// is not computed and must be an empty list.
   template <class AView, class SView, class UView, class VView, class InfoView>
   void compute(const std::vector<AView>& A, const std::vector<SView>& S,
                const std::vector<UView>& U, const std::vector<VView>& V, const InfoView& info) {
     constexpr const char* fn = "kwsvd::VariableBatchedSvd::compute";
-    if (options_.job != Job::values_and_vectors) {
-      Impl::throw_invalid_argument(fn, "options.job",
-                                   "must be Job::values_and_vectors when U and V are passed");
-    }
+    const Job job = options_.job;
+    Impl::require_vector_job(fn, job);
     check_views<AView, SView, InfoView>(A, S, info);
     static_assert(Kokkos::is_view<UView>::value && UView::rank == 2 &&
                       Kokkos::is_view<VView>::value && VView::rank == 2 &&
@@ -132,17 +132,30 @@ class VariableBatchedSvd {
             Kokkos::SpaceAccessibility<ExecSpace, typename VView::memory_space>::accessible,
         "kwsvd::VariableBatchedSvd: U[b] and V[b] must be in a memory space the execution "
         "space can access");
-    require_count(fn, "U", U.size());
-    require_count(fn, "V", V.size());
+    const bool left = job_writes_u(job), right = job_writes_v(job);
+    if (left)
+      require_count(fn, "U", U.size());
+    else
+      Impl::require_unwritten_output(fn, "U", job, U.size());
+    if (right)
+      require_count(fn, "V", V.size());
+    else
+      Impl::require_unwritten_output(fn, "V", job, V.size());
     for (std::size_t b = 0; b < shapes_.size(); ++b) {
       const std::size_t m = std::size_t(shapes_[b].rows), n = std::size_t(shapes_[b].cols);
       const std::size_t k = std::min(m, n);
-      require_extents_of(fn, "U", b, {U[b].extent(0), U[b].extent(1)}, {m, k},
-                         "(m_b, min(m_b, n_b)) of shapes[b]");
-      require_extents_of(fn, "V", b, {V[b].extent(0), V[b].extent(1)}, {n, k},
-                         "(n_b, min(m_b, n_b)) of shapes[b]");
-      staged_[b].u = view_matrix<Scalar>(U[b]);
-      staged_[b].v = view_matrix<Scalar>(V[b]);
+      auto& slot = staged_[b];
+      slot.u = slot.v = Impl::StridedMatrix<Scalar>{};
+      if (left) {
+        require_extents_of(fn, "U", b, {U[b].extent(0), U[b].extent(1)}, {m, k},
+                           "(m_b, min(m_b, n_b)) of shapes[b]");
+        slot.u = view_matrix<Scalar>(U[b]);
+      }
+      if (right) {
+        require_extents_of(fn, "V", b, {V[b].extent(0), V[b].extent(1)}, {n, k},
+                           "(n_b, min(m_b, n_b)) of shapes[b]");
+        slot.v = view_matrix<Scalar>(V[b]);
+      }
     }
     launch(true);
   }
@@ -160,12 +173,14 @@ class VariableBatchedSvd {
   /// host arrays of `size()` device pointers and leading dimensions. A[b] is
   /// m_b x n_b with lda[b] >= max(1, m_b); S[b] holds min(m_b, n_b) values;
   /// U[b] is m_b x k_b (ldu[b] >= max(1, m_b)) and V[b] n_b x k_b (ldv[b] >=
-  /// max(1, n_b)); U, ldu, V, ldv all null for values only; info points to
-  /// size() SvdInfo in device-reachable memory.
+  /// max(1, n_b)); U, ldu, V, ldv all null for values only, and U, ldu (V,
+  /// ldv) null where the handle's job does not compute U (V); info points
+  /// to size() SvdInfo in device-reachable memory.
   void compute(const Scalar* const* A, const int* lda, Scalar* const* S, Scalar* const* U,
                const int* ldu, Scalar* const* V, const int* ldv, SvdInfo* info) {
     constexpr const char* fn = "kwsvd::VariableBatchedSvd::compute";
-    const bool vectors = U != nullptr || V != nullptr;
+    const bool left = U != nullptr || ldu != nullptr, right = V != nullptr || ldv != nullptr;
+    const bool vectors = left || right;
     const std::size_t batch = shapes_.size();
     auto require = [&](bool ok, const std::string& arg, const std::string& what) {
       if (!ok)
@@ -173,10 +188,23 @@ class VariableBatchedSvd {
     };
     require(batch == 0 || (A != nullptr && lda != nullptr && S != nullptr && info != nullptr),
             "A, lda, S, info", "must not be null for a non-empty batch");
-    require(!vectors || (U != nullptr && ldu != nullptr && V != nullptr && ldv != nullptr),
-            "U, ldu, V, ldv", "must all be given (vectors) or all be null (values only)");
-    require(!vectors || options_.job == Job::values_and_vectors, "options.job",
-            "must be Job::values_and_vectors when U and V are passed");
+    require(!left || (U != nullptr && ldu != nullptr), "U, ldu",
+            "must both be given or both be null");
+    require(!right || (V != nullptr && ldv != nullptr), "V, ldv",
+            "must both be given or both be null");
+    if (vectors) {
+      const Job job = options_.job;
+      Impl::require_vector_job(fn, job);
+      const std::string name = Impl::job_name(job);
+      require(left == job_writes_u(job), "U, ldu",
+              left ? "must be null: options.job = " + name + " does not compute U"
+                   : "must be given: options.job = " + name +
+                         " computes U (U, ldu, V, ldv all null for values only)");
+      require(right == job_writes_v(job), "V, ldv",
+              right ? "must be null: options.job = " + name + " does not compute V"
+                    : "must be given: options.job = " + name +
+                          " computes V (U, ldu, V, ldv all null for values only)");
+    }
     // The checks of every matrix build their messages only when they fail:
     // this loop runs for every matrix of every call, and messages built
     // eagerly cost about 1 us a matrix (10000 matrices: 9 to 11 ms on a
@@ -191,30 +219,34 @@ class VariableBatchedSvd {
                                            ") = " + std::to_string(std::max(1, rows)) + ", got " +
                                            std::to_string(ld));
       };
-      // Two pointers of matrix b that a non-empty matrix needs.
-      const auto require_set = [&](const void* x, const void* y, const char* x_name,
-                                   const char* y_name) {
-        if (k != 0 && (x == nullptr || y == nullptr))
-          Impl::throw_invalid_argument(
-              fn, (Impl::indexed_name(x_name, b) + ", " + Impl::indexed_name(y_name, b)).c_str(),
-              "must not be null for a " + std::to_string(m) + " x " + std::to_string(n) +
-                  " matrix");
+      // Pointers of matrix b that a non-empty matrix needs (`names` names them).
+      const auto require_set = [&](bool given, const std::string& names) {
+        if (k != 0 && !given)
+          Impl::throw_invalid_argument(fn, names.c_str(),
+                                       "must not be null for a " + std::to_string(m) + " x " +
+                                           std::to_string(n) + " matrix");
       };
       require_ld(lda[b], "lda", m, "m_b");
-      require_set(A[b], S[b], "A", "S");
+      if (A[b] == nullptr || S[b] == nullptr)
+        require_set(false, Impl::indexed_name("A", b) + ", " + Impl::indexed_name("S", b));
       auto& slot = staged_[b];
       slot.a = {A[b], m, n, 1, lda[b]};
       slot.s = S[b];
       slot.s_stride = 1;
       slot.info = info + b;
       slot.u = slot.v = Impl::StridedMatrix<Scalar>{};
-      if (!vectors)
-        continue;
-      require_ld(ldu[b], "ldu", m, "m_b");
-      require_ld(ldv[b], "ldv", n, "n_b");
-      require_set(U[b], V[b], "U", "V");
-      slot.u = {U[b], m, k, 1, ldu[b]};
-      slot.v = {V[b], n, k, 1, ldv[b]};
+      if (left) {
+        require_ld(ldu[b], "ldu", m, "m_b");
+        if (U[b] == nullptr)
+          require_set(false, Impl::indexed_name("U", b));
+        slot.u = {U[b], m, k, 1, ldu[b]};
+      }
+      if (right) {
+        require_ld(ldv[b], "ldv", n, "n_b");
+        if (V[b] == nullptr)
+          require_set(false, Impl::indexed_name("V", b));
+        slot.v = {V[b], n, k, 1, ldv[b]};
+      }
     }
     launch(vectors);
   }
@@ -240,7 +272,6 @@ class VariableBatchedSvd {
     }
     Impl::require_svd_options<Scalar>(fn, options);
     Impl::WorkspaceAllocator<memory_space> alloc(allocate, fn);
-    const bool vectors = options.job == Job::values_and_vectors;
     std::vector<int> blocks, empty;
     std::vector<MatrixShape> block_shapes;
     // Level-0 matrices by size class, smallest class first.
@@ -265,7 +296,7 @@ class VariableBatchedSvd {
       Level0Group g;
       g.count = int(group.first.size());
       g.index = alloc.upload(group.first, "kwsvd::level0_index");
-      g.plan = Impl::plan_slotted_small_svd<ExecSpace, Scalar>(group.second, vectors, options);
+      g.plan = Impl::plan_slotted_small_svd<ExecSpace, Scalar>(group.second, options);
       g.shapes = alloc.upload(g.plan.shapes, "kwsvd::level0_shapes");
       level0_groups_.push_back(std::move(g));
     }
@@ -610,7 +641,9 @@ void batched_svd(const ExecSpace& exec, const std::vector<AView>& A, const std::
 }
 
 /// The pointer-array form of a variable-size batch: m[b], n[b] and the host
-/// arrays of VariableBatchedSvd::compute (U, ldu, V, ldv null: values only).
+/// arrays of VariableBatchedSvd::compute (U, ldu, V, ldv null: values only;
+/// U, ldu or V, ldv null: the other side's vectors only, the job taken from
+/// them unless options.job names another vector job).
 template <class ExecSpace, class Scalar>
 void batched_svd(const ExecSpace& exec, int batch, const int* m, const int* n,
                  const Scalar* const* A, const int* lda, Scalar* const* S, Scalar* const* U,
@@ -625,8 +658,15 @@ void batched_svd(const ExecSpace& exec, int batch, const int* m, const int* n,
   std::vector<MatrixShape> shapes;
   for (int b = 0; b < batch; ++b)
     shapes.push_back({m[b], n[b]});
-  if (U == nullptr && V == nullptr)
+  // The job the pointers name, where options.job is the default (a job it
+  // names otherwise is checked against them by compute).
+  const bool left = U != nullptr, right = V != nullptr;
+  if (!left && !right)
     options.job = Job::values;
+  else if (options.job == Job::values_and_vectors)
+    options.job = !right  ? Job::values_and_left_vectors
+                  : !left ? Job::values_and_right_vectors
+                          : Job::values_and_vectors;
   VariableBatchedSvd<ExecSpace, Scalar> svd(exec, shapes, options);
   svd.compute(A, lda, S, U, ldu, V, ldv, info);
 }

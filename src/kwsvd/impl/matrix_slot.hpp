@@ -20,7 +20,7 @@ struct MatrixSlot {
   StridedMatrix<const Scalar> a;  ///< m x n input (left unchanged)
   Scalar* s = nullptr;            ///< min(m, n) singular values
   std::ptrdiff_t s_stride = 1;
-  StridedMatrix<Scalar> u, v;  ///< m x k and n x k (data null: values only)
+  StridedMatrix<Scalar> u, v;  ///< m x k and n x k (data null: not computed)
   SvdInfo* info = nullptr;
 };
 
@@ -47,10 +47,10 @@ struct UniformSlots {
     MatrixSlot<Scalar> slot = first;
     slot.a.data += b * a_batch;
     slot.s += b * s_batch;
-    if (slot.u.data != nullptr) {
+    if (slot.u.data != nullptr)
       slot.u.data += b * u_batch;
+    if (slot.v.data != nullptr)
       slot.v.data += b * v_batch;
-    }
     slot.info += b * info_batch;
     return slot;
   }
@@ -95,10 +95,11 @@ void report_converged(const ExecSpace& exec, const IndexedSlots<Scalar>& slots, 
       });
 }
 
-/// The uniform slots of rank-3 Views A, U, V, rank-2 S and rank-1 info.
+/// The uniform slots of rank-3 Views A, U, V, rank-2 S and rank-1 info; U
+/// and V only where `job` computes them.
 template <class Scalar, class AView, class SView, class UView, class VView, class InfoView>
 UniformSlots<Scalar> uniform_slots(const AView& A, const SView& S, const UView& U, const VView& V,
-                                   const InfoView& info, bool vectors) {
+                                   const InfoView& info, Job job) {
   UniformSlots<Scalar> s;
   s.first.a = matrix_of<const Scalar>(A, 0);
   s.first.s = S.data();
@@ -107,10 +108,12 @@ UniformSlots<Scalar> uniform_slots(const AView& A, const SView& S, const UView& 
   s.info_batch = std::ptrdiff_t(info.stride(0));
   s.a_batch = std::ptrdiff_t(A.stride(0));
   s.s_batch = std::ptrdiff_t(S.stride(0));
-  if (vectors) {
+  if (job_writes_u(job)) {
     s.first.u = matrix_of<Scalar>(U, 0);
-    s.first.v = matrix_of<Scalar>(V, 0);
     s.u_batch = std::ptrdiff_t(U.stride(0));
+  }
+  if (job_writes_v(job)) {
+    s.first.v = matrix_of<Scalar>(V, 0);
     s.v_batch = std::ptrdiff_t(V.stride(0));
   }
   return s;

@@ -159,18 +159,22 @@ KOKKOS_INLINE_FUNCTION void wcycle_finish_columns(
     const Member& member, const Scalar* W, std::size_t ldw, const Scalar* V, std::size_t ldv, int M,
     int N, int c0, int cols, const Scalar* norms, Scalar scale, bool transpose, bool nonfinite,
     Scalar* S, std::ptrdiff_t s_stride, const StridedMatrix<Scalar>& U_out,
-    const StridedMatrix<Scalar>& V_out, bool vectors, bool sorted) {
-  // Outputs for A (m x n): U_out m x k, V_out n x k, k = min(m, n) = N.
+    const StridedMatrix<Scalar>& V_out, bool sorted) {
+  // Outputs for A (m x n): U_out m x k, V_out n x k, k = min(m, n) = N; a
+  // side the call does not compute is an empty matrix (null data), and V is
+  // given (null otherwise) exactly where the right vectors are asked for.
   if (nonfinite) {  // the matrix's first chunk poisons all of its outputs (a rare path)
     if (c0 == 0) {
       poison_values(member, S, N, s_stride);
-      if (vectors) {
-        poison_matrix(member, U_out);
-        poison_matrix(member, V_out);
-      }
+      poison_matrix(member, U_out);
+      poison_matrix(member, V_out);
     }
     return;
   }
+  // Left vectors of the working matrix (M x N) and its right vectors (N x N).
+  const StridedMatrix<Scalar>& left = transpose ? V_out : U_out;
+  const StridedMatrix<Scalar>& right = transpose ? U_out : V_out;
+  const bool write_left = left.data != nullptr, write_right = V != nullptr && right.data != nullptr;
   const Scalar unscale = Scalar(1) / scale;
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, c0, c0 + cols), [&](const int c) {
     const Scalar sc = norms[c];
@@ -182,16 +186,14 @@ KOKKOS_INLINE_FUNCTION void wcycle_finish_columns(
         },
         rank);
     Kokkos::single(Kokkos::PerThread(member), [&]() { S[rank * s_stride] = sc * unscale; });
-    if (!vectors)
-      return;
-    const Scalar inv = sc > Scalar(0) ? Scalar(1) / sc : Scalar(0);
-    // Left vectors of the working matrix (M x N) and its right vectors (N x N).
-    const StridedMatrix<Scalar>& left = transpose ? V_out : U_out;
-    const StridedMatrix<Scalar>& right = transpose ? U_out : V_out;
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M),
-                         [&](const int r) { left(r, rank) = W[r + ldw * c] * inv; });
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N),
-                         [&](const int r) { right(r, rank) = V[r + ldv * c]; });
+    if (write_left) {
+      const Scalar inv = sc > Scalar(0) ? Scalar(1) / sc : Scalar(0);
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M),
+                           [&](const int r) { left(r, rank) = W[r + ldw * c] * inv; });
+    }
+    if (write_right)
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N),
+                           [&](const int r) { right(r, rank) = V[r + ldv * c]; });
   });
 }
 

@@ -191,6 +191,12 @@ struct WorkGeometry {
   std::size_t w_offset = 0, v_offset = 0;  ///< W: M x N, V: N x N, column-major
   int rows = 0, cols = 0;                  ///< M >= N
   int transpose = 0;                       ///< W = A^T (the input is wide)
+  int keeps_v = 1;  ///< W's right vectors kept in V and rotated (job_keeps_rotations)
+  /// The matrix's V in buffer `V` (null for no buffer, or where it keeps none).
+  template <class Scalar>
+  KOKKOS_INLINE_FUNCTION Scalar* v_in(Scalar* V) const {
+    return V != nullptr && keeps_v != 0 ? V + v_offset : nullptr;
+  }
 };
 
 /// A column range of a working matrix: one block at some level.
@@ -269,7 +275,7 @@ struct WcycleWholeMatrixFunctor {
     const WorkGeometry g = geometry[b];
     bool converged = false;
     const int s = wcycle_whole_matrix_team<RowsPerLane>(
-        member, W + g.w_offset, std::size_t(g.rows), V != nullptr ? V + g.v_offset : nullptr, shape,
+        member, W + g.w_offset, std::size_t(g.rows), g.v_in(V), shape,
         WholeMatrixScratch<Scalar>{X.data(), d.data(), flags.data()}, tol, max_sweeps, converged);
     Kokkos::single(Kokkos::PerTeam(member), [&]() {
       sweeps[b] = s;
@@ -309,10 +315,7 @@ class WcycleLevelSolver {
   WcycleLevelSolver(const ExecSpace& exec, const std::vector<MatrixShape>& shapes,
                     const SvdOptions& options, const char* fn,
                     const WorkspaceAllocator<memory_space>& alloc)
-      : batch_(int(shapes.size())),
-        vectors_(options.job == Job::values_and_vectors),
-        options_(options),
-        alloc_(alloc) {
+      : batch_(int(shapes.size())), vectors_(false), options_(options), alloc_(alloc) {
     const bool allocate = alloc.allocates();
     std::vector<WorkGeometry> geometry(shapes.size());
     std::vector<MatrixShape> work(shapes.size());
@@ -322,10 +325,15 @@ class WcycleLevelSolver {
       g.transpose = shapes[b].rows < shapes[b].cols ? 1 : 0;
       g.rows = std::max(shapes[b].rows, shapes[b].cols);
       g.cols = std::min(shapes[b].rows, shapes[b].cols);
+      g.keeps_v = job_keeps_rotations(options.job, shapes[b].rows, shapes[b].cols) ? 1 : 0;
       g.w_offset = w_size;
       g.v_offset = v_size;
       w_size += std::size_t(g.rows) * g.cols;
-      v_size += std::size_t(g.cols) * g.cols;
+      if (g.keeps_v != 0)
+        v_size += std::size_t(g.cols) * g.cols;
+      vectors_ = vectors_ || g.keeps_v != 0;
+      completes_left_ = completes_left_ ||
+                        (g.transpose != 0 ? job_writes_v(options.job) : job_writes_u(options.job));
       work[b] = {g.rows, g.cols};
       max_cols_ = std::max(max_cols_, g.cols);
     }
@@ -395,9 +403,10 @@ class WcycleLevelSolver {
   const WcyclePlanSummary& summary() const { return summary_; }
 
   /// The SVD of every matrix b, read from and written to slots(b) (an
-  /// accessor: UniformSlots or IndexedSlots); `vectors`: U and V too, only
-  /// for a solver planned with them (SvdOptions::job), which the public
-  /// entry points check before they call this.
+  /// accessor: UniformSlots or IndexedSlots); `vectors`: the vectors of the
+  /// solver's job too (SvdOptions::job), in the slots' U and V (a side the
+  /// job does not compute is null there), else values only. The public
+  /// entry points check the slots against the job before they call this.
   template <class Slots>
   void run(const ExecSpace& exec, const Slots& slots, bool vectors) {
     Scalar* W = W_.data();
@@ -428,7 +437,7 @@ class WcycleLevelSolver {
       const bool finite = amax < scalar_limits<Scalar>::infinity();
       const Scalar s = finite ? power_of_two_scale(amax) : Scalar(1);
       wcycle_scale_columns(member, W + g.w_offset, std::size_t(g.rows), g.rows, ch.col, ch.cols, s,
-                           Vw != nullptr ? Vw + g.v_offset : nullptr, std::size_t(g.cols), g.cols);
+                           g.v_in(Vw), std::size_t(g.cols), g.cols);
       if (ch.col == 0)
         Kokkos::single(Kokkos::PerTeam(member), [&]() {
           scale[b] = s;
@@ -576,11 +585,10 @@ class WcycleLevelSolver {
                                    [&](const int c) { own(c) = norms[ch.norms + std::size_t(c)]; });
             member.team_barrier();
           }
-          wcycle_finish_columns(member, W + g.w_offset, std::size_t(g.rows),
-                                Vw != nullptr ? Vw + g.v_offset : nullptr, std::size_t(g.cols),
-                                g.rows, g.cols, ch.col, ch.cols, own.data(), scale[b],
-                                g.transpose != 0, bad, slot.s, slot.s_stride, slot.u, slot.v,
-                                vectors, sorted);
+          wcycle_finish_columns(member, W + g.w_offset, std::size_t(g.rows), g.v_in(Vw),
+                                std::size_t(g.cols), g.rows, g.cols, ch.col, ch.cols, own.data(),
+                                scale[b], g.transpose != 0, bad, slot.s, slot.s_stride, slot.u,
+                                slot.v, sorted);
           if (ch.col == 0)
             Kokkos::single(Kokkos::PerTeam(member), [&]() {
               slot.info->sweeps = sweeps[b];
@@ -594,7 +602,7 @@ class WcycleLevelSolver {
     // an orthonormal set (wcycle_complete_null_columns) by a team per matrix
     // whose last (smallest) value is zero; the others return at once. The
     // finished working matrix is the team's workspace.
-    if (vectors)
+    if (vectors && completes_left_)
       Kokkos::parallel_for(
           "kwsvd::wcycle_complete_null_columns", Policy(exec, batch_, Kokkos::AUTO, lanes),
           KOKKOS_LAMBDA(const Member& member) {
@@ -603,13 +611,15 @@ class WcycleLevelSolver {
             if (nonfinite[b] != 0 || g.cols == 0)
               return;
             const MatrixSlot<Scalar> slot = slots(b);
+            const StridedMatrix<Scalar> left = g.transpose != 0 ? slot.v : slot.u;
+            if (left.data == nullptr)  // the job does not compute them
+              return;
             int r0 = g.cols;  // the first zero value
             while (r0 > 0 && slot.s[(r0 - 1) * slot.s_stride] == Scalar(0))
               --r0;
             if (r0 == g.cols)
               return;
-            wcycle_complete_null_columns(member, g.transpose != 0 ? slot.v : slot.u, g.rows, g.cols,
-                                         r0, W + g.w_offset);
+            wcycle_complete_null_columns(member, left, g.rows, g.cols, r0, W + g.w_offset);
           });
   }
 
@@ -740,10 +750,15 @@ class WcycleLevelSolver {
         const ColumnBlock& bj = blocks[std::size_t(j)];
         if (svd || evd || h + 1 == int(widths_.size())) {
           StepTasks& s = steps[path];
-          (svd ? s.svd : s.evd).push_back(pair_task(offset(W_, g.w_offset), g.rows, bi, bj, b));
-          if (vectors_)
+          auto& tasks = svd ? s.svd : s.evd;
+          tasks.push_back(pair_task(offset(W_, g.w_offset), g.rows, bi, bj, b));
+          if (g.keeps_v != 0) {
+            // V's pair takes the J of A's: its index in A's list for now
+            // (build_part adds the group's offset).
             (svd ? s.v_svd : s.v_evd)
                 .push_back(pair_task(offset(V_, g.v_offset), g.cols, bi, bj, b));
+            (svd ? s.v_svd : s.v_evd).back().pair = int(tasks.size()) - 1;
+          }
         } else {
           std::vector<ColumnBlock> sub;
           split_block(bi, widths_[std::size_t(h) + 1], sub);
@@ -799,15 +814,14 @@ class WcycleLevelSolver {
       std::vector<int> gram_rows, update_rows;
       for (int k = 0; k < step.svd_pairs; ++k) {
         lists.svd[std::size_t(k)].pair = k;
-        if (vectors_)
-          lists.v_svd[std::size_t(k)].pair = k;
         step.svd_rows = std::max(step.svd_rows, lists.svd[std::size_t(k)].rows);
       }
+      // V's pairs (of the matrices that keep V) hold their A pair's index.
+      for (auto& t : lists.v_evd)
+        t.pair += step.svd_pairs;
       for (int k = 0; k < step.evd_pairs; ++k) {
         const Task& t = lists.evd[std::size_t(k)];
         lists.evd[std::size_t(k)].pair = step.svd_pairs + k;
-        if (vectors_)
-          lists.v_evd[std::size_t(k)].pair = step.svd_pairs + k;
         gram_rows.push_back(t.rows);
         const int cols = geometry[std::size_t(t.matrix)].cols;
         step.evd_min_cols = k == 0 ? cols : std::min(step.evd_min_cols, cols);
@@ -936,10 +950,13 @@ class WcycleLevelSolver {
   };
 
   int batch_ = 0, max_cols_ = 0;
-  // Planned with vectors (SvdOptions::job): V's blocks are rotated with A's.
-  // Without, V is neither allocated nor updated: the updates of a square
-  // matrix's sweeps halve.
+  // Some matrix keeps V (SvdOptions::job, WorkGeometry::keeps_v): its V's
+  // blocks are rotated with A's. A matrix that does not keep it has no V
+  // allocated nor updated: the updates of a square matrix's sweeps halve.
   bool vectors_ = true;
+  // Some matrix's job asks for its work matrix's left vectors (U, or V when
+  // transposed), whose columns of zero singular values are completed.
+  bool completes_left_ = false;
   SvdOptions options_;
   WorkspaceAllocator<memory_space> alloc_;  // every device buffer below, and their bytes
   std::vector<int> widths_;
