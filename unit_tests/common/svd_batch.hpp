@@ -69,6 +69,21 @@ BatchResult<T> run_svd_batch(const std::vector<std::vector<T>>& mats, int m, int
                           Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info), m, n);
 }
 
+/// mats (all m x n) as the raw-pointer form reads them: one device array,
+/// matrix b column-major from element b * stride with leading dimension lda.
+template <class T>
+Kokkos::View<T*> to_device_strided(const std::vector<std::vector<T>>& mats, int m, int n, int lda,
+                                   long long stride) {
+  Kokkos::View<T*> A("A", std::size_t(mats.size()) * std::size_t(stride));
+  auto h = Kokkos::create_mirror_view(A);
+  for (std::size_t b = 0; b < mats.size(); ++b)
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i)
+        h((long long)b * stride + i + (long long)lda * j) = mats[b][i + std::size_t(m) * j];
+  Kokkos::deep_copy(A, h);
+  return A;
+}
+
 /// r's outputs with every matrix's values and vector columns placed as a
 /// sorted call writes them (descending, ties by position): for checking a
 /// call with SvdOptions::sort = false.

@@ -260,14 +260,9 @@ TYPED_TEST(OneSidedJobs, RawPointerFormTakesTheSideFromTheNullPointer) {
   kwsvd::SvdOptions blocks;
   blocks.level0 = false;
   const auto ref = TestFixture::run_side(mats, m, n, blocks, Job::values_and_right_vectors);
-  Kokkos::View<T*> A("A", batch * sa), S("S", batch * ss), V("V", batch * sv);
+  const auto A = kwsvd::test::to_device_strided(mats, m, n, lda, sa);
+  Kokkos::View<T*> S("S", batch * ss), V("V", batch * sv);
   Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
-  auto ha = Kokkos::create_mirror_view(A);
-  for (int b = 0; b < batch; ++b)
-    for (int j = 0; j < n; ++j)
-      for (int i = 0; i < m; ++i)
-        ha(b * sa + i + (long long)lda * j) = mats[std::size_t(b)][i + std::size_t(m) * j];
-  Kokkos::deep_copy(A, ha);
   T* no = nullptr;
   kwsvd::batched_svd(Exec(), batch, m, n, A.data(), lda, sa, S.data(), ss, no, 0, 0, V.data(), ldv,
                      sv, info.data(), blocks);

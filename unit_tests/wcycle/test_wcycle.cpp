@@ -1135,14 +1135,9 @@ TYPED_TEST(Wcycle, RawPointerFormMatchesTheViewForm) {
                   sv = (long long)ldv * k + 7;
   std::vector<std::vector<T>> mats = {random_matrix<T>(m, n, 12), random_matrix<T>(m, n, 13)};
   const auto ref = this->run(mats, m, n);
-  Kokkos::View<T*> A("A", batch * sa), S("S", batch * ss), U("U", batch * su), V("V", batch * sv);
+  const auto A = kwsvd::test::to_device_strided(mats, m, n, lda, sa);
+  Kokkos::View<T*> S("S", batch * ss), U("U", batch * su), V("V", batch * sv);
   Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
-  auto ha = Kokkos::create_mirror_view(A);
-  for (int b = 0; b < batch; ++b)
-    for (int j = 0; j < n; ++j)
-      for (int i = 0; i < m; ++i)
-        ha(b * sa + i + (long long)lda * j) = mats[std::size_t(b)][i + std::size_t(m) * j];
-  Kokkos::deep_copy(A, ha);
   kwsvd::batched_svd(Exec(), batch, m, n, A.data(), lda, sa, S.data(), ss, U.data(), ldu, su,
                      V.data(), ldv, sv, info.data(), TestFixture::block_rotations());
   auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
