@@ -261,24 +261,9 @@ void batched_svd(const ExecSpace& exec, int batch, int m, int n, const Scalar* A
           "must not be null for a non-empty batch");
   // The job the pointers name; options.job may name it too (the default
   // values_and_vectors takes whichever they name).
-  const Job job = left && right ? Job::values_and_vectors
-                  : left        ? Job::values_and_left_vectors
-                  : right       ? Job::values_and_right_vectors
-                                : Job::values;
-  if (options.job != Job::values_and_vectors && options.job != job) {
-    require(job_writes_u(options.job) || !left, "U",
-            std::string("must be null: options.job = ") + Impl::job_name(options.job) +
-                " does not compute U");
-    require(job_writes_v(options.job) || !right, "V",
-            std::string("must be null: options.job = ") + Impl::job_name(options.job) +
-                " does not compute V");
-    require(!job_writes_u(options.job) || left, "U",
-            std::string("must not be null: options.job = ") + Impl::job_name(options.job) +
-                " computes U");
-    require(!job_writes_v(options.job) || right, "V",
-            std::string("must not be null: options.job = ") + Impl::job_name(options.job) +
-                " computes V");
-  }
+  const Job job = Impl::job_computing(left, right);
+  if (options.job != Job::values_and_vectors)
+    Impl::require_vector_pointers(fn, options.job, left, right, "U", "V");
   if (left) {
     require(ldu >= mm, "ldu",
             "must be at least max(1, m) = " + std::to_string(mm) + ", got " + std::to_string(ldu));

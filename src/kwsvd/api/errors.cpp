@@ -138,6 +138,24 @@ void require_unwritten_output(const char* function, const char* argument, Job jo
                                " elements");
 }
 
+void require_vector_pointers(const char* function, Job job, bool u_given, bool v_given,
+                             const char* u_argument, const char* v_argument) {
+  // A side given that the job does not compute is named first: the likelier
+  // mistake is the job's, not the missing side's.
+  const auto require_side = [&](bool given, bool computed, bool refused, const char* argument,
+                                const char* side) {
+    if (given == refused && given != computed)
+      throw_invalid_argument(function, argument,
+                             std::string(given ? "must be null" : "must not be null") +
+                                 ": options.job = " + job_name(job) +
+                                 (computed ? " computes " : " does not compute ") + side);
+  };
+  for (const bool refused : {true, false}) {
+    require_side(u_given, job_writes_u(job), refused, u_argument, "U");
+    require_side(v_given, job_writes_v(job), refused, v_argument, "V");
+  }
+}
+
 void require_lanes_per_pair(const char* function, int lanes) {
   if (lanes != 0 && (lanes < 1 || lanes > 32 || (lanes & (lanes - 1)) != 0)) {
     throw_invalid_argument(

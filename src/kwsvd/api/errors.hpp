@@ -79,6 +79,12 @@ void require_vector_job(const char* function, Job job);
 void require_unwritten_output(const char* function, const char* argument, Job job,
                               std::size_t size);
 
+/// Throws unless the pointer forms' U and V (`u_given`, `v_given`; named
+/// `u_argument`, `v_argument` in the message) are given exactly where `job`
+/// computes them.
+void require_vector_pointers(const char* function, Job job, bool u_given, bool v_given,
+                             const char* u_argument, const char* v_argument);
+
 /// The vector outputs of a uniform batch's call with U and V under `job`:
 /// each side the job computes has the shape (batch, m | n, min(m, n)), the
 /// other is empty.

@@ -208,6 +208,15 @@ constexpr bool job_keeps_rotations(Job job, long m, long n) {
   return m >= n ? job_writes_v(job) : job_writes_u(job);
 }
 
+/// The job that computes U where `u` and V where `v`: what the pointer
+/// forms' null U or V name.
+constexpr Job job_computing(bool u, bool v) {
+  return u && v ? Job::values_and_vectors
+         : u    ? Job::values_and_left_vectors
+         : v    ? Job::values_and_right_vectors
+                : Job::values;
+}
+
 /// The tolerance a call runs with: the caller's, or 30 u when it is 0.
 template <class Scalar>
 Scalar resolved_tolerance(double tolerance) {

@@ -192,18 +192,9 @@ class VariableBatchedSvd {
             "must both be given or both be null");
     require(!right || (V != nullptr && ldv != nullptr), "V, ldv",
             "must both be given or both be null");
-    if (vectors) {
-      const Job job = options_.job;
-      Impl::require_vector_job(fn, job);
-      const std::string name = Impl::job_name(job);
-      require(left == job_writes_u(job), "U, ldu",
-              left ? "must be null: options.job = " + name + " does not compute U"
-                   : "must be given: options.job = " + name +
-                         " computes U (U, ldu, V, ldv all null for values only)");
-      require(right == job_writes_v(job), "V, ldv",
-              right ? "must be null: options.job = " + name + " does not compute V"
-                    : "must be given: options.job = " + name +
-                          " computes V (U, ldu, V, ldv all null for values only)");
+    if (vectors) {  // all null: values only, whatever the job
+      Impl::require_vector_job(fn, options_.job);
+      Impl::require_vector_pointers(fn, options_.job, left, right, "U, ldu", "V, ldv");
     }
     // The checks of every matrix build their messages only when they fail:
     // this loop runs for every matrix of every call, and messages built
@@ -219,16 +210,17 @@ class VariableBatchedSvd {
                                            ") = " + std::to_string(std::max(1, rows)) + ", got " +
                                            std::to_string(ld));
       };
-      // Pointers of matrix b that a non-empty matrix needs (`names` names them).
-      const auto require_set = [&](bool given, const std::string& names) {
-        if (k != 0 && !given)
+      // A pointer of matrix b found null (`names` names it): refused unless
+      // the matrix is empty.
+      const auto refuse_null = [&](const std::string& names) {
+        if (k != 0)
           Impl::throw_invalid_argument(fn, names.c_str(),
                                        "must not be null for a " + std::to_string(m) + " x " +
                                            std::to_string(n) + " matrix");
       };
       require_ld(lda[b], "lda", m, "m_b");
       if (A[b] == nullptr || S[b] == nullptr)
-        require_set(false, Impl::indexed_name("A", b) + ", " + Impl::indexed_name("S", b));
+        refuse_null(Impl::indexed_name("A", b) + ", " + Impl::indexed_name("S", b));
       auto& slot = staged_[b];
       slot.a = {A[b], m, n, 1, lda[b]};
       slot.s = S[b];
@@ -238,13 +230,13 @@ class VariableBatchedSvd {
       if (left) {
         require_ld(ldu[b], "ldu", m, "m_b");
         if (U[b] == nullptr)
-          require_set(false, Impl::indexed_name("U", b));
+          refuse_null(Impl::indexed_name("U", b));
         slot.u = {U[b], m, k, 1, ldu[b]};
       }
       if (right) {
         require_ld(ldv[b], "ldv", n, "n_b");
         if (V[b] == nullptr)
-          require_set(false, Impl::indexed_name("V", b));
+          refuse_null(Impl::indexed_name("V", b));
         slot.v = {V[b], n, k, 1, ldv[b]};
       }
     }
@@ -478,15 +470,16 @@ class VariableBatchedSvd {
     }
     arena_ = alloc.template zeros<unsigned char>("kwsvd::round_workspace", best.arena);
     // The rounds run one after another: they share the first streams made.
+    int donor = -1;  // the first round with streams
     for (const auto& [begin, count] : best.spans) {
       rounds_.push_back({begin, count,
                          Solver(exec, span(begin, count), options_, fn,
                                 Allocator::sharing(arena_, allocate, fn))});
-      for (const auto& round : rounds_)
-        if (round.solver.has_streams()) {
-          rounds_.back().solver.share_streams(round.solver);
-          break;
-        }
+      Solver& solver = rounds_.back().solver;
+      if (donor >= 0)
+        solver.share_streams(rounds_[std::size_t(donor)].solver);
+      else if (solver.has_streams())
+        donor = int(rounds_.size()) - 1;
     }
   }
 
@@ -660,13 +653,9 @@ void batched_svd(const ExecSpace& exec, int batch, const int* m, const int* n,
     shapes.push_back({m[b], n[b]});
   // The job the pointers name, where options.job is the default (a job it
   // names otherwise is checked against them by compute).
-  const bool left = U != nullptr, right = V != nullptr;
-  if (!left && !right)
-    options.job = Job::values;
-  else if (options.job == Job::values_and_vectors)
-    options.job = !right  ? Job::values_and_left_vectors
-                  : !left ? Job::values_and_right_vectors
-                          : Job::values_and_vectors;
+  const Job named = Impl::job_computing(U != nullptr, V != nullptr);
+  if (named == Job::values || options.job == Job::values_and_vectors)
+    options.job = named;
   VariableBatchedSvd<ExecSpace, Scalar> svd(exec, shapes, options);
   svd.compute(A, lda, S, U, ldu, V, ldv, info);
 }
