@@ -16,7 +16,7 @@
 //   perf_svd_suite --suite=<smoke|paper|seed002|full> [--pair-svd=0|1]
 //                  [--level-widths=w1,w2,...] [--instances=0|1|2]
 //                  [--lanes-per-pair=0|1|2|4|8|16|32]
-//                  [--job=vectors|values|left|right]
+//                  [--job=vectors|values|left|right] [--full-matrices=0|1]
 //                  [--level0=0|1] [--max-workspace-mb=X] [benchmark flags]
 //
 // --pair-svd, --level-widths, --instances, --lanes-per-pair, --level0 and
@@ -30,7 +30,11 @@
 // (Job::values_and_left_vectors, values_and_right_vectors; the baselines
 // still compute both); their entries record values_gap = |sum sigma^2 -
 // ||A||_F^2| / ||A||_F^2 instead of the residual, and the computed side's
-// orthogonality.
+// orthogonality. --full-matrices=1 times kwsvd's calls with full U (m x m)
+// and V (n x n), the shapes gesvdjBatched writes (uniform points only: a
+// filter keeps it to shapes whose full sides fit, such as Fig. 7's); its
+// entries record the thin columns' accuracy as usual and orth_full, the
+// first matrix's ||X^T X - I||_F over its full long side.
 //
 // Benchmark names: <experiment>/<implementation>/<scalar>/m:M/n:N/batch:B, or
 // .../group:L/batch:B for a mixed-size group whose shapes are drawn
@@ -271,6 +275,16 @@ void run_kwsvd_point(benchmark::State& state, const Point& point) {
     auto A = data.uniform_a(), U = data.uniform_u(), V = data.uniform_v();
     auto S = data.uniform_s();
     using Matrices = decltype(U);
+    // Full sides in buffers of their own, their leading columns copied to
+    // the batch's U and V after the timing.
+    const bool full = suite_options.full_matrices;
+    Kokkos::View<T*> full_u, full_v;
+    if (full) {
+      full_u = Kokkos::View<T*>("full U", std::size_t(batch) * m * m);
+      full_v = Kokkos::View<T*>("full V", std::size_t(batch) * n * n);
+      U = kwsvd::bench::as_matrices(full_u.data(), batch, m, m, m);
+      V = kwsvd::bench::as_matrices(full_v.data(), batch, n, n, n);
+    }
     timed_loop(state, [&]() {
       if (left || right)  // the side not computed as an empty View
         svd.compute(A, S, left ? U : Matrices(), right ? V : Matrices(), info);
@@ -283,6 +297,17 @@ void run_kwsvd_point(benchmark::State& state, const Point& point) {
     record_workspace(state, double(svd.workspace_bytes()));
     const long round = svd.matrices_per_round();
     state.counters["rounds"] = round > 0 ? double((batch + round - 1) / round) : 0.0;
+    if (full) {
+      data.take_leading_columns(full_u, full_v);
+      const int rows = std::max(m, n);
+      const auto x = kwsvd::bench::host_part(m >= n ? full_u : full_v, 0,
+                                             std::size_t(rows) * std::size_t(rows));
+      if ((m >= n && left) || (m < n && right))
+        state.counters["orth_full"] = kwsvd::bench::orthogonality_of(x, rows, rows);
+    }
+  } else if (suite_options.full_matrices) {
+    state.SkipWithError("--full-matrices=1 times uniform points only");
+    return;
   } else {
     kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), point.shapes, suite_options);
     timed_loop(state, [&]() {
@@ -520,6 +545,8 @@ int main(int argc, char** argv) {
                           : job == "left"  ? kwsvd::Job::values_and_left_vectors
                           : job == "right" ? kwsvd::Job::values_and_right_vectors
                                            : kwsvd::Job::values_and_vectors;
+    } else if (std::strncmp(argv[i], "--full-matrices=", 16) == 0) {
+      suite_options.full_matrices = std::atoi(argv[i] + 16) != 0;
     } else if (std::strncmp(argv[i], "--level-widths=", 15) == 0) {
       widths = argv[i] + 15;  // comma-separated, e.g. 32,16
       std::istringstream in(widths);
@@ -553,6 +580,7 @@ int main(int argc, char** argv) {
       std::string("pair_svd=") + (suite_options.pair_svd ? "1" : "0") +
           " level_widths=" + (widths.empty() ? "auto" : widths) +
           " instances=" + std::to_string(suite_options.instances) + " job=" + job +
+          " full_matrices=" + (suite_options.full_matrices ? "1" : "0") +
           " max_workspace_bytes=" + std::to_string(suite_options.max_workspace_bytes));
   benchmark::AddCustomContext("device", device_name());
   benchmark::AddCustomContext("execution_space", Kokkos::DefaultExecutionSpace::name());

@@ -240,6 +240,11 @@ SideErrors side_errors(const std::vector<T>& a, int m, int n, const std::vector<
 }
 
 template <class T>
+double orthogonality_error(const std::vector<T>& q, int rows, int cols) {
+  return rows > 0 ? orthogonality_1(q, rows, cols) / rows : 0;
+}
+
+template <class T>
 double gamma(int k) {
   const double u = std::numeric_limits<T>::epsilon() / 2;
   return k * u / (1 - k * u);
@@ -252,6 +257,7 @@ double gamma(int k) {
   template std::vector<T> lapack_singular_values<T>(std::vector<T>, int, int);               \
   template std::vector<T> lapack_symmetric_eigenvalues<T>(std::vector<T>, int);              \
   template double gamma<T>(int);                                                             \
+  template double orthogonality_error<T>(const std::vector<T>&, int, int);                   \
   template std::vector<T> matrix_with_spectrum<T>(int, int, const std::vector<double>&,      \
                                                   std::uint64_t);                            \
   template SvdErrors svd_errors<T>(const std::vector<T>&, int, int, const std::vector<T>&,   \

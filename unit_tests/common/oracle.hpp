@@ -62,6 +62,12 @@ template <class T>
 SvdErrors svd_errors(const std::vector<T>& a, int m, int n, const std::vector<T>& s,
                      const std::vector<T>& u, const std::vector<T>& v);
 
+/// ||I - Q^T Q||_1 / rows for a rows x cols column-major Q, computed in
+/// double: e2's and e3's measure, for any number of columns (a full U is
+/// m x m: SvdOptions::full_matrices).
+template <class T>
+double orthogonality_error(const std::vector<T>& q, int rows, int cols);
+
 /// One side of an SVD computed alone (Job::values_and_left_vectors or
 /// values_and_right_vectors), X = U (m x k, `left`) or V (n x k), computed in
 /// double: orthogonality = ||I - X^T X||_1 / rows (as e2, e3), and eigen =

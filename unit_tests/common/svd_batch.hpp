@@ -156,6 +156,42 @@ std::vector<std::vector<T>> spectrum_batch(const std::string& name, int m, int n
   return mats;
 }
 
+/// A shape the W-cycle tests run: m x n, whether the level-0 kernel may
+/// take it (SvdOptions::level0) and the level widths (empty: the engine's).
+struct ShapeCase {
+  int m, n;
+  bool level0;
+  std::vector<int> widths;
+};
+
+/// Level widths that make a 120 to 150 column matrix recurse to a second
+/// level under 32 KB of block scratch: 32, 16 in double, 48, 24 in float.
+template <class T>
+std::vector<int> two_level_widths() {
+  return sizeof(T) == 8 ? std::vector<int>{32, 16} : std::vector<int>{48, 24};
+}
+
+/// Three m x n matrices: a random one, a rank-deficient one (a zero column
+/// and a repeated one, and the same for two rows when wide, so that the left
+/// vectors of zero values are completed) and another random one.
+template <class T>
+std::vector<std::vector<T>> rank_deficient_batch(int m, int n) {
+  std::vector<std::vector<T>> mats = {random_matrix<T>(m, n, 3u * m + n),
+                                      random_matrix<T>(m, n, 5u * m + n),
+                                      random_matrix<T>(m, n, 7u * m + n)};
+  auto& a = mats[1];
+  for (int i = 0; i < m; ++i) {
+    a[i + std::size_t(m) * 1] = T(0);
+    a[i + std::size_t(m) * (n - 1)] = a[i];
+  }
+  if (m < n)  // wide: the rows are the work matrix's columns
+    for (int j = 0; j < n; ++j) {
+      a[1 + std::size_t(m) * j] = T(0);
+      a[(m - 1) + std::size_t(m) * j] = a[std::size_t(m) * j];
+    }
+  return mats;
+}
+
 /// The most sweeps any matrix of a call took (its info View, brought back).
 template <class InfoView>
 int most_sweeps(const InfoView& info) {

@@ -77,25 +77,6 @@ class OneSidedJobs : public ::testing::Test {
     }
     return r;
   }
-
-  // A batch of a random matrix, a rank-deficient one (a zero column and a
-  // repeated one, so that U's or V's completion runs) and another random one.
-  static std::vector<std::vector<Scalar>> batch_of(int m, int n) {
-    std::vector<std::vector<Scalar>> mats = {random_matrix<Scalar>(m, n, 3u * m + n),
-                                             random_matrix<Scalar>(m, n, 5u * m + n),
-                                             random_matrix<Scalar>(m, n, 7u * m + n)};
-    auto& a = mats[1];
-    for (int i = 0; i < m; ++i) {
-      a[i + std::size_t(m) * 1] = Scalar(0);
-      a[i + std::size_t(m) * (n - 1)] = a[i];
-    }
-    if (m < n)  // wide: the rows are the work matrix's columns
-      for (int j = 0; j < n; ++j) {
-        a[1 + std::size_t(m) * j] = Scalar(0);
-        a[(m - 1) + std::size_t(m) * j] = a[std::size_t(m) * j];
-      }
-    return mats;
-  }
 };
 
 using Cases = kwsvd::test::ScalarLayoutCases;
@@ -107,26 +88,21 @@ TYPED_TEST_SUITE(OneSidedJobs, Cases);
 TYPED_TEST(OneSidedJobs, EachSideIsTheFullSvdsAndHoldsSingularVectors) {
   using T = typename TestFixture::Scalar;
   const bool dbl = sizeof(T) == 8;
-  struct JobCase {
-    int m, n;
-    bool level0;
-    std::vector<int> widths;
-  };
-  const std::vector<JobCase> cases = {
+  const std::vector<kwsvd::test::ShapeCase> cases = {
       {20, 12, true, {}},
       {12, 20, true, {}},
       {60, 60, true, {}},
       {90, 70, false, {}},
       {40, 110, false, {}},
       {150, 120, false, {}},
-      {120, 150, false, dbl ? std::vector<int>{32, 16} : std::vector<int>{48, 24}}};
+      {120, 150, false, kwsvd::test::two_level_widths<T>()}};
   const double bound = 30 * TestFixture::unit_roundoff();
   for (const auto& c : cases) {
     kwsvd::SvdOptions options;
     options.level0 = c.level0;
     options.block_scratch_bytes = 32768;
     options.level_widths = std::vector<int>(c.widths);  // GCC 12 -O3 mistakes a copy's memmove
-    const auto mats = TestFixture::batch_of(c.m, c.n);
+    const auto mats = kwsvd::test::rank_deficient_batch<T>(c.m, c.n);
     const auto full = kwsvd::test::run_svd_batch<T, typename TestFixture::Layout>(
         mats, c.m, c.n,
         [&](const auto& A, const auto& S, const auto& U, const auto& V, const auto& info) {
@@ -180,7 +156,7 @@ TYPED_TEST(OneSidedJobs, NonFiniteMatrixPoisonsOnlyItsOwnSide) {
   using T = typename TestFixture::Scalar;
   for (const bool level0 : {true, false}) {
     const int m = 30, n = 20;
-    const auto clean_mats = TestFixture::batch_of(m, n);
+    const auto clean_mats = kwsvd::test::rank_deficient_batch<T>(m, n);
     auto mats = clean_mats;
     mats[1][7] = std::numeric_limits<T>::quiet_NaN();
     kwsvd::SvdOptions options;
@@ -236,7 +212,7 @@ TYPED_TEST(OneSidedJobs, ArgumentsNameTheSideAndTheJob) {
   // The level-0 entry point: the same rules, the same results as the handle.
   w = error_of([&] { kwsvd::batched_small_svd(Exec(), A, S, U, V, info, right); });
   EXPECT_NE(w.find("argument 'U' must be empty"), std::string::npos) << w;
-  const auto mats = TestFixture::batch_of(m, n);
+  const auto mats = kwsvd::test::rank_deficient_batch<T>(m, n);
   const auto ref = TestFixture::run_side(mats, m, n, {}, Job::values_and_right_vectors);
   auto Ad = kwsvd::test::to_device<T, typename TestFixture::Layout>(mats, m, n);
   typename TestFixture::Matrices V3("V", 3, n, n);
@@ -256,7 +232,7 @@ TYPED_TEST(OneSidedJobs, RawPointerFormTakesTheSideFromTheNullPointer) {
   using T = typename TestFixture::Scalar;
   const int batch = 3, m = 45, n = 30, k = 30, lda = m + 3, ldv = n + 2;
   const long long sa = (long long)lda * n, ss = k, sv = (long long)ldv * k;
-  const auto mats = TestFixture::batch_of(m, n);
+  const auto mats = kwsvd::test::rank_deficient_batch<T>(m, n);
   kwsvd::SvdOptions blocks;
   blocks.level0 = false;
   const auto ref = TestFixture::run_side(mats, m, n, blocks, Job::values_and_right_vectors);

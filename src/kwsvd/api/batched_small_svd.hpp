@@ -14,6 +14,7 @@
 #include "kwsvd/api/options.hpp"
 #include "kwsvd/impl/matrix_slot.hpp"
 #include "kwsvd/kernels/one_sided_jacobi_team.hpp"
+#include "kwsvd/kernels/orthonormal_completion_team.hpp"
 #include "kwsvd/tuning/lanes_per_pair.hpp"
 #include "kwsvd/tuning/tailoring_plan.hpp"
 #include "kwsvd/tuning/whole_matrix_sweeps.hpp"
@@ -264,6 +265,91 @@ void launch_slotted_small_svd(const ExecSpace& exec, int count, const SlottedSma
   });
 }
 
+/// Whether an m x n matrix's SVD under `options` and `job` has vector
+/// columns past k = min(m, n) to complete (SvdOptions::full_matrices): the
+/// longer side of a non-square matrix, where the job computes it.
+inline bool has_full_side(const SvdOptions& options, Job job, long m, long n) {
+  return options.full_matrices && m != n && (m > n ? job_writes_u(job) : job_writes_v(job));
+}
+
+/// Level-0 scratch bytes of one team of FullSideCompletionFunctor for an m
+/// x n matrix: the completion's workspace and reflector factors
+/// (complete_orthonormal_columns), never more than the level-0 kernel's W
+/// and norms for the same shape, and with `gram` the reflectors' Gram
+/// matrix where k = min(m, n) <= completion_gram_max_columns.
+template <class ExecSpace, class Scalar>
+std::size_t full_side_scratch_bytes(int m, int n, bool gram) {
+  const int rows = m > n ? m : n, k = m < n ? m : n;
+  return scratch_bytes_for<ExecSpace, Scalar>(completion_work_scalars(rows, rows, k)) +
+         scratch_bytes_for<ExecSpace, Scalar>(std::size_t(k)) +
+         (gram && k <= completion_gram_max_columns
+              ? scratch_bytes_for<ExecSpace, Scalar>(std::size_t(k) * std::size_t(k))
+              : 0);
+}
+
+/// The scratch a FullSideCompletionFunctor launch over matrices of these
+/// shapes takes: with the reflectors' Gram matrices where that fits level-0
+/// scratch for all of them (`gram` set), else without.
+struct FullSideScratch {
+  std::size_t bytes = 0;
+  bool gram = false;
+};
+template <class ExecSpace, class Scalar>
+FullSideScratch plan_full_side_scratch(const std::vector<MatrixShape>& shapes) {
+  FullSideScratch with{0, true}, without{0, false};
+  for (const auto& s : shapes) {
+    with.bytes =
+        std::max(with.bytes, full_side_scratch_bytes<ExecSpace, Scalar>(s.rows, s.cols, true));
+    without.bytes =
+        std::max(without.bytes, full_side_scratch_bytes<ExecSpace, Scalar>(s.rows, s.cols, false));
+  }
+  return with.bytes <= std::size_t(team_scratch_bytes_max<ExecSpace>()) ? with : without;
+}
+
+/// SvdOptions::full_matrices after the level-0 kernel: the longer side of
+/// each matrix (U of a tall one, V of a wide one; slots(b), `count` of
+/// them), whose first k = min(m, n) columns the kernel wrote, completed to a
+/// square orthonormal matrix (complete_orthonormal_columns), a team per
+/// matrix, its workspace in scratch (with the reflectors' Gram matrix where
+/// `gram`). Matrices without such a side, or with non-finite input (already
+/// NaN throughout), are left alone; an empty matrix (k = 0) gets the
+/// identity.
+template <class ExecSpace, class Scalar, class Slots>
+struct FullSideCompletionFunctor {
+  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using ScratchVector = TeamScratch<ExecSpace, Scalar>;
+  Slots slots;
+  bool gram;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const MatrixSlot<Scalar> slot = slots(member.league_rank());
+    const int k = slot.a.rows < slot.a.cols ? slot.a.rows : slot.a.cols;
+    const StridedMatrix<Scalar> side = slot.a.rows < slot.a.cols ? slot.v : slot.u;
+    if (side.data == nullptr || side.cols <= k || slot.info->nonfinite_input != 0)
+      return;
+    const bool with_gram = gram && k <= completion_gram_max_columns;
+    ScratchVector work(member.team_scratch(0), completion_work_scalars(side.rows, side.cols, k));
+    ScratchVector tau(member.team_scratch(0), std::size_t(k));
+    ScratchVector g(member.team_scratch(0), with_gram ? std::size_t(k) * std::size_t(k) : 0);
+    complete_orthonormal_columns(member, side, side.rows, side.cols, k, work.data(), tau.data(),
+                                 with_gram ? g.data() : nullptr);
+  }
+};
+
+/// Launches FullSideCompletionFunctor over `count` matrices with the
+/// scratch plan_full_side_scratch gave for them.
+template <class ExecSpace, class Scalar, class Slots>
+void launch_full_side_completion(const ExecSpace& exec, const Slots& slots, int count,
+                                 const FullSideScratch& scratch) {
+  if (count == 0)
+    return;
+  const int lanes = std::min(8, vector_length_max<ExecSpace>());
+  Kokkos::TeamPolicy<ExecSpace> policy(exec, count, Kokkos::AUTO, lanes);
+  policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch.bytes)));
+  Kokkos::parallel_for("kwsvd::complete_full_side", policy,
+                       FullSideCompletionFunctor<ExecSpace, Scalar, Slots>{slots, scratch.gram});
+}
+
 template <class ExecSpace, class AView, class SView, class UView, class VView, class InfoView>
 void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& S, const UView& U,
                             const VView& V, const InfoView& info, const SvdOptions& options,
@@ -305,7 +391,7 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
                   "(batch, min(m, n)) with batch, m, n taken from A");
   require_extents(fn, "info", {info.extent(0)}, {batch}, "(batch) with batch taken from A");
   if (job != Job::values)
-    require_uniform_vectors(fn, job, U, V, batch, m, n);
+    require_uniform_vectors(fn, job, options.full_matrices, U, V, batch, m, n);
   require_svd_options<Scalar>(fn, options);
   require_disjoint_svd_storage(fn, A, S, U, V, info, job);
   if (batch == 0)
@@ -360,6 +446,10 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
                              lanes, scratch,
                              with_rows_per_lane<decltype(rows_per_lane)::value>(general));
   });
+  if (has_full_side(options, job, long(m), long(n)))
+    launch_full_side_completion<ExecSpace, Scalar>(
+        exec, uniform_slots<Scalar>(A, S, U, V, info, job), int(batch),
+        plan_full_side_scratch<ExecSpace, Scalar>({MatrixShape{int(m), int(n)}}));
 }
 
 }  // namespace Impl
@@ -370,7 +460,8 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
 /// A: rank-3 View (batch, m, n), float or double, any layout, left unchanged
 /// (S, U, V and info must not share storage with A or with each other).
 /// S: (batch, k) with k = min(m, n), singular values in descending order.
-/// U: (batch, m, k) and V: (batch, n, k), orthonormal columns; under
+/// U: (batch, m, k) and V: (batch, n, k), orthonormal columns ((batch, m,
+/// m) and (batch, n, n) under options.full_matrices); under
 /// options.job = Job::values_and_left_vectors (right_vectors) V (U) is not
 /// computed and must be an empty View.
 /// info: (batch) kwsvd::SvdInfo: sweeps used, converged, non-finite input (a

@@ -67,7 +67,8 @@ class BatchedSvd {
   }
 
   /// A(b) = U(b) diag(S(b)) V(b)^T for every b. A: (batch, m, n), S: (batch,
-  /// k), U: (batch, m, k), V: (batch, n, k), k = min(m, n), info: (batch) of
+  /// k), U: (batch, m, k), V: (batch, n, k), k = min(m, n) (U: (batch, m, m),
+  /// V: (batch, n, n) under SvdOptions::full_matrices), info: (batch) of
   /// kwsvd::SvdInfo; any layouts, memory the execution space can reach. A is
   /// left unchanged; S, U, V and info must not share storage with A or with
   /// each other (kwsvd::invalid_argument names the pair). Singular values
@@ -172,12 +173,16 @@ class BatchedSvd {
                           "(batch, min(m, n)) with batch, m, n taken from A");
     Impl::require_extents(fn, "info", {info.extent(0)}, {batch}, "(batch) with batch taken from A");
     if (job != Job::values)
-      Impl::require_uniform_vectors(fn, job, U, V, batch, m, n);
+      Impl::require_uniform_vectors(fn, job, options_.full_matrices, U, V, batch, m, n);
     Impl::require_disjoint_svd_storage(fn, A, S, U, V, info, job);
     if (batch == 0)
       return;
-    if (k == 0) {  // nothing to decompose: report success
+    if (k == 0) {  // nothing to decompose: report success (a full side is the identity)
       Impl::report_converged(exec_, info.data(), std::ptrdiff_t(info.stride(0)), batch);
+      if (Impl::has_full_side(options_, job, m_, n_))
+        Impl::launch_full_side_completion<ExecSpace, Scalar>(
+            exec_, Impl::uniform_slots<Scalar>(A, S, U, V, info, job), int(batch_),
+            Impl::plan_full_side_scratch<ExecSpace, Scalar>({MatrixShape{int(m_), int(n_)}}));
       return;
     }
     if (level0_) {
@@ -225,7 +230,8 @@ void batched_svd(const ExecSpace& exec, const AView& A, const SView& S, const In
 /// column-major matrices with leading dimensions, and batch strides (in
 /// elements) between consecutive matrices. A(b) is m x n at A + b strideA
 /// with leading dimension lda >= m; S(b) holds k = min(m, n) values at S + b
-/// strideS; U(b) is m x k (ldu >= m), V(b) n x k (ldv >= n). A null U or V
+/// strideS; U(b) is m x k (ldu >= m), V(b) n x k (ldv >= n), or m x m and
+/// n x n under options.full_matrices. A null U or V
 /// is not computed: both null for values only, one of them for the other
 /// side's vectors only (Job::values_and_left_vectors or
 /// values_and_right_vectors, which options.job may also name; then the one
@@ -243,6 +249,8 @@ void batched_svd(const ExecSpace& exec, int batch, int m, int n, const Scalar* A
                                      std::to_string(m) + ", " + std::to_string(n));
   }
   const int k = m < n ? m : n;
+  // Columns of U and V: k, or m and n under options.full_matrices.
+  const int u_cols = options.full_matrices ? m : k, v_cols = options.full_matrices ? n : k;
   const bool left = U != nullptr, right = V != nullptr;
   auto require = [&](bool ok, const char* arg, const std::string& what) {
     if (!ok)
@@ -267,16 +275,18 @@ void batched_svd(const ExecSpace& exec, int batch, int m, int n, const Scalar* A
   if (left) {
     require(ldu >= mm, "ldu",
             "must be at least max(1, m) = " + std::to_string(mm) + ", got " + std::to_string(ldu));
-    require(strideU >= (long long)ldu * k, "strideU",
-            "must be at least ldu * min(m, n) = " + std::to_string((long long)ldu * k) + ", got " +
-                std::to_string(strideU));
+    require(strideU >= (long long)ldu * u_cols, "strideU",
+            std::string("must be at least ldu * ") +
+                (options.full_matrices ? "m (options.full_matrices)" : "min(m, n)") + " = " +
+                std::to_string((long long)ldu * u_cols) + ", got " + std::to_string(strideU));
   }
   if (right) {
     require(ldv >= nn, "ldv",
             "must be at least max(1, n) = " + std::to_string(nn) + ", got " + std::to_string(ldv));
-    require(strideV >= (long long)ldv * k, "strideV",
-            "must be at least ldv * min(m, n) = " + std::to_string((long long)ldv * k) + ", got " +
-                std::to_string(strideV));
+    require(strideV >= (long long)ldv * v_cols, "strideV",
+            std::string("must be at least ldv * ") +
+                (options.full_matrices ? "n (options.full_matrices)" : "min(m, n)") + " = " +
+                std::to_string((long long)ldv * v_cols) + ", got " + std::to_string(strideV));
   }
   using Space = typename ExecSpace::memory_space;
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
@@ -298,10 +308,10 @@ void batched_svd(const ExecSpace& exec, int batch, int m, int n, const Scalar* A
   Matrices Uv, Vv;  // empty where not computed
   if (left)
     Uv = Matrices(U, Kokkos::LayoutStride(b, std::size_t(strideU), std::size_t(m), 1,
-                                          std::size_t(k), std::size_t(ldu)));
+                                          std::size_t(u_cols), std::size_t(ldu)));
   if (right)
     Vv = Matrices(V, Kokkos::LayoutStride(b, std::size_t(strideV), std::size_t(n), 1,
-                                          std::size_t(k), std::size_t(ldv)));
+                                          std::size_t(v_cols), std::size_t(ldv)));
   svd.compute(Av, Sv, Uv, Vv, Iv);
 }
 

@@ -86,20 +86,25 @@ void require_vector_pointers(const char* function, Job job, bool u_given, bool v
                              const char* u_argument, const char* v_argument);
 
 /// The vector outputs of a uniform batch's call with U and V under `job`:
-/// each side the job computes has the shape (batch, m | n, min(m, n)), the
-/// other is empty.
+/// each side the job computes has the shape (batch, m | n, min(m, n)), or
+/// (batch, m, m) and (batch, n, n) under SvdOptions::full_matrices (`full`);
+/// the other is empty.
 template <class UView, class VView>
-void require_uniform_vectors(const char* function, Job job, const UView& U, const VView& V,
-                             std::size_t batch, std::size_t m, std::size_t n) {
+void require_uniform_vectors(const char* function, Job job, bool full, const UView& U,
+                             const VView& V, std::size_t batch, std::size_t m, std::size_t n) {
   const std::size_t k = m < n ? m : n;
   if (job_writes_u(job))
-    require_extents(function, "U", {U.extent(0), U.extent(1), U.extent(2)}, {batch, m, k},
-                    "(batch, m, min(m, n)) with batch, m, n taken from A");
+    require_extents(function, "U", {U.extent(0), U.extent(1), U.extent(2)},
+                    {batch, m, full ? m : k},
+                    full ? "(batch, m, m) with batch, m taken from A (options.full_matrices)"
+                         : "(batch, m, min(m, n)) with batch, m, n taken from A");
   else
     require_unwritten_output(function, "U", job, U.size());
   if (job_writes_v(job))
-    require_extents(function, "V", {V.extent(0), V.extent(1), V.extent(2)}, {batch, n, k},
-                    "(batch, n, min(m, n)) with batch, m, n taken from A");
+    require_extents(function, "V", {V.extent(0), V.extent(1), V.extent(2)},
+                    {batch, n, full ? n : k},
+                    full ? "(batch, n, n) with batch, n taken from A (options.full_matrices)"
+                         : "(batch, n, min(m, n)) with batch, m, n taken from A");
   else
     require_unwritten_output(function, "V", job, V.size());
 }

@@ -109,7 +109,8 @@ class VariableBatchedSvd {
 
   /// A[b] = U[b] diag(S[b]) V[b]^T for every b: A[b] a rank-2 View (m_b,
   /// n_b), S[b] rank-1 (k_b = min(m_b, n_b)), U[b] (m_b, k_b), V[b] (n_b,
-  /// k_b), info a rank-1 View (batch) of kwsvd::SvdInfo; any layouts, memory
+  /// k_b) ((m_b, m_b) and (n_b, n_b) under SvdOptions::full_matrices), info
+  /// a rank-1 View (batch) of kwsvd::SvdInfo; any layouts, memory
   /// the execution space can reach. A is left unchanged; the outputs must
   /// not share storage with any A[b] or with each other. Under
   /// SvdOptions::job = Job::values_and_left_vectors (right_vectors) V (U)
@@ -147,13 +148,17 @@ class VariableBatchedSvd {
       auto& slot = staged_[b];
       slot.u = slot.v = Impl::StridedMatrix<Scalar>{};
       if (left) {
-        require_extents_of(fn, "U", b, {U[b].extent(0), U[b].extent(1)}, {m, k},
-                           "(m_b, min(m_b, n_b)) of shapes[b]");
+        require_extents_of(
+            fn, "U", b, {U[b].extent(0), U[b].extent(1)}, {m, options_.full_matrices ? m : k},
+            options_.full_matrices ? "(m_b, m_b) of shapes[b] (options.full_matrices)"
+                                   : "(m_b, min(m_b, n_b)) of shapes[b]");
         slot.u = view_matrix<Scalar>(U[b]);
       }
       if (right) {
-        require_extents_of(fn, "V", b, {V[b].extent(0), V[b].extent(1)}, {n, k},
-                           "(n_b, min(m_b, n_b)) of shapes[b]");
+        require_extents_of(
+            fn, "V", b, {V[b].extent(0), V[b].extent(1)}, {n, options_.full_matrices ? n : k},
+            options_.full_matrices ? "(n_b, n_b) of shapes[b] (options.full_matrices)"
+                                   : "(n_b, min(m_b, n_b)) of shapes[b]");
         slot.v = view_matrix<Scalar>(V[b]);
       }
     }
@@ -173,7 +178,8 @@ class VariableBatchedSvd {
   /// host arrays of `size()` device pointers and leading dimensions. A[b] is
   /// m_b x n_b with lda[b] >= max(1, m_b); S[b] holds min(m_b, n_b) values;
   /// U[b] is m_b x k_b (ldu[b] >= max(1, m_b)) and V[b] n_b x k_b (ldv[b] >=
-  /// max(1, n_b)); U, ldu, V, ldv all null for values only, and U, ldu (V,
+  /// max(1, n_b)), or m_b x m_b and n_b x n_b under
+  /// SvdOptions::full_matrices; U, ldu, V, ldv all null for values only, and U, ldu (V,
   /// ldv) null where the handle's job does not compute U (V); info points
   /// to size() SvdInfo in device-reachable memory.
   void compute(const Scalar* const* A, const int* lda, Scalar* const* S, Scalar* const* U,
@@ -200,8 +206,10 @@ class VariableBatchedSvd {
     // this loop runs for every matrix of every call, and messages built
     // eagerly cost about 1 us a matrix (10000 matrices: 9 to 11 ms on a
     // 2-core Debian host, more than the H200 took to solve them).
+    const bool full = options_.full_matrices;
     for (std::size_t b = 0; b < batch; ++b) {
       const int m = shapes_[b].rows, n = shapes_[b].cols, k = std::min(m, n);
+      const int u_cols = full ? m : k, v_cols = full ? n : k;
       // Leading dimension `ld` of an array of `rows` rows (`extent` names them).
       const auto require_ld = [&](int ld, const char* name, int rows, const char* extent) {
         if (ld < std::max(1, rows))
@@ -211,16 +219,16 @@ class VariableBatchedSvd {
                                            std::to_string(ld));
       };
       // A pointer of matrix b found null (`names` names it): refused unless
-      // the matrix is empty.
-      const auto refuse_null = [&](const std::string& names) {
-        if (k != 0)
+      // its array is empty (`cols` columns).
+      const auto refuse_null = [&](const std::string& names, int cols) {
+        if (cols != 0)
           Impl::throw_invalid_argument(fn, names.c_str(),
                                        "must not be null for a " + std::to_string(m) + " x " +
                                            std::to_string(n) + " matrix");
       };
       require_ld(lda[b], "lda", m, "m_b");
       if (A[b] == nullptr || S[b] == nullptr)
-        refuse_null(Impl::indexed_name("A", b) + ", " + Impl::indexed_name("S", b));
+        refuse_null(Impl::indexed_name("A", b) + ", " + Impl::indexed_name("S", b), k);
       auto& slot = staged_[b];
       slot.a = {A[b], m, n, 1, lda[b]};
       slot.s = S[b];
@@ -230,14 +238,14 @@ class VariableBatchedSvd {
       if (left) {
         require_ld(ldu[b], "ldu", m, "m_b");
         if (U[b] == nullptr)
-          refuse_null(Impl::indexed_name("U", b));
-        slot.u = {U[b], m, k, 1, ldu[b]};
+          refuse_null(Impl::indexed_name("U", b), m == 0 ? 0 : u_cols);
+        slot.u = {U[b], m, u_cols, 1, ldu[b]};
       }
       if (right) {
         require_ld(ldv[b], "ldv", n, "n_b");
         if (V[b] == nullptr)
-          refuse_null(Impl::indexed_name("V", b));
-        slot.v = {V[b], n, k, 1, ldv[b]};
+          refuse_null(Impl::indexed_name("V", b), n == 0 ? 0 : v_cols);
+        slot.v = {V[b], n, v_cols, 1, ldv[b]};
       }
     }
     launch(vectors);
@@ -290,8 +298,19 @@ class VariableBatchedSvd {
       g.index = alloc.upload(group.first, "kwsvd::level0_index");
       g.plan = Impl::plan_slotted_small_svd<ExecSpace, Scalar>(group.second, options);
       g.shapes = alloc.upload(g.plan.shapes, "kwsvd::level0_shapes");
+      std::vector<MatrixShape> full;
+      for (const auto& s : group.second)
+        if (Impl::has_full_side(options, options.job, s.rows, s.cols))
+          full.push_back(s);
+      if (!full.empty())
+        g.full_scratch = Impl::plan_full_side_scratch<ExecSpace, Scalar>(full);
+      g.completes_full = !full.empty();
       level0_groups_.push_back(std::move(g));
     }
+    for (const int b : empty)
+      empty_full_sides_ = empty_full_sides_ ||
+                          Impl::has_full_side(options, options.job, shapes[std::size_t(b)].rows,
+                                              shapes[std::size_t(b)].cols);
     block_index_ = alloc.upload(blocks, "kwsvd::block_index");
     empty_index_ = alloc.upload(empty, "kwsvd::empty_index");
     slots_ = alloc.template zeros<Impl::MatrixSlot<Scalar>>("kwsvd::slots", shapes.size());
@@ -380,11 +399,23 @@ class VariableBatchedSvd {
     Impl::report_converged(exec_, Impl::IndexedSlots<Scalar>{slots, empty_index_.data()},
                            empty_count_);
     const Scalar tol = Impl::resolved_tolerance<Scalar>(options_.tolerance);
-    for (const auto& g : level0_groups_)
+    // SvdOptions::full_matrices: an empty matrix's full side is the
+    // identity, a level-0 matrix's is completed after its group's SVDs (the
+    // W-cycle completes its own matrices' in its finish).
+    if (vectors && empty_full_sides_)
+      Impl::launch_full_side_completion<ExecSpace, Scalar>(
+          exec_, Impl::IndexedSlots<Scalar>{slots, empty_index_.data()}, empty_count_,
+          Impl::FullSideScratch{});
+    for (const auto& g : level0_groups_) {
+      const Impl::IndexedSlots<Scalar> group_slots{slots, g.index.data()};
       Impl::launch_slotted_small_svd(
           exec_, g.count, g.plan,
-          Impl::SlottedSmallSvdFunctor<ExecSpace, Scalar>{
-              {slots, g.index.data()}, g.shapes.data(), vectors, tol, options_.max_sweeps});
+          Impl::SlottedSmallSvdFunctor<ExecSpace, Scalar>{group_slots, g.shapes.data(), vectors,
+                                                          tol, options_.max_sweeps});
+      if (vectors && g.completes_full)
+        Impl::launch_full_side_completion<ExecSpace, Scalar>(exec_, group_slots, g.count,
+                                                             g.full_scratch);
+    }
     for (auto& round : rounds_) {
       // Rounds that share the arena each find it as a fresh plan would.
       if (arena_.data() != nullptr)
@@ -584,7 +615,12 @@ class VariableBatchedSvd {
     Kokkos::View<int*, memory_space> index;
     Impl::SlottedSmallSvdPlan plan;
     Kokkos::View<Impl::OneSidedJacobiShape*, memory_space> shapes;
+    // Whether some of them have a full side to complete (SvdOptions::
+    // full_matrices), and the completion's team scratch.
+    bool completes_full = false;
+    Impl::FullSideScratch full_scratch;
   };
+  bool empty_full_sides_ = false;  // some empty matrix has a full side (the identity)
   int block_count_ = 0, empty_count_ = 0;
   std::vector<Level0Group> level0_groups_;
   Kokkos::View<int*, memory_space> block_index_, empty_index_;

@@ -13,6 +13,7 @@
 #include "kwsvd/impl/kokkos_compat.hpp"
 #include "kwsvd/impl/strided_matrix.hpp"
 #include "kwsvd/kernels/one_sided_jacobi_team.hpp"
+#include "kwsvd/kernels/orthonormal_completion_team.hpp"
 
 namespace kwsvd::Impl {
 
@@ -150,7 +151,7 @@ KOKKOS_INLINE_FUNCTION void wcycle_column_norms(const Member& member, const Scal
 /// scaled; wcycle_column_norms): sigma = ||w_c|| (unscaled), columns in
 /// descending order of sigma (ties by index) or, unless `sorted`, in column
 /// order with zero values last (svd_output_before), u = w_c / sigma, and a zero
-/// column for sigma = 0 (no NaN; wcycle_complete_null_columns then completes
+/// column for sigma = 0 (no NaN; complete_orthonormal_columns then completes
 /// those columns). When the input was transposed, the roles
 /// of U and V swap. `nonfinite` writes NaN into all of the matrix's outputs
 /// instead (from its chunk with c0 = 0). Collective over the team.
@@ -195,167 +196,6 @@ KOKKOS_INLINE_FUNCTION void wcycle_finish_columns(
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N),
                            [&](const int r) { right(r, rank) = V[r + ldv * c]; });
   });
-}
-
-/// use(i, sum of term(i, j) over j < n) for i in [0, count): i over the
-/// team's threads, each sum over the thread's vector lanes, use by one lane.
-template <class Scalar, class Member, class Term, class Use>
-KOKKOS_INLINE_FUNCTION void for_each_lane_sum(const Member& member, int count, int n,
-                                              const Term& term, const Use& use) {
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, count), [&](const int i) {
-    Scalar sum = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(member, n), [&](const int j, Scalar& acc) { acc += term(i, j); },
-        sum);
-    Kokkos::single(Kokkos::PerThread(member), [&]() { use(i, sum); });
-  });
-}
-
-/// The left vectors of zero singular values by Gram-Schmidt, for a few of
-/// them (wcycle_complete_null_columns): columns r0 .. N - 1 of `left` (M x
-/// N), in turn, become the unit vector e_r of the row r least covered by the
-/// columns so far (the largest distance from their span), made orthogonal to
-/// them by two passes of classical Gram-Schmidt and normalized, as the
-/// level-0 kernel completes U (one_sided_jacobi_team). `work`: M + N
-/// scalars. Each column costs O(M c) work over c columns before it, and a
-/// few barriers: quadratic in the zero values' count.
-template <class Member, class Scalar>
-KOKKOS_INLINE_FUNCTION void complete_null_columns_by_gram_schmidt(const Member& member,
-                                                                  const StridedMatrix<Scalar>& left,
-                                                                  int M, int N, int r0,
-                                                                  Scalar* work) {
-  Scalar* const dots = work;       // N: the new column against the ones before it
-  Scalar* const cover = work + N;  // M: each row's squared norm over the columns so far
-  for_each_lane_sum<Scalar>(
-      member, M, r0, [&](const int r, const int l) { return left(r, l) * left(r, l); },
-      [&](const int r, const Scalar sum) { cover[r] = sum; });
-  member.team_barrier();
-  for (int c = r0; c < N; ++c) {
-    // Least-covered row (a minimum, which the lanes' copies cannot change).
-    using Least = Kokkos::MinLoc<Scalar, int>;
-    typename Least::value_type least;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(member, M),
-        [&](const int r, typename Least::value_type& acc) {
-          if (cover[r] < acc.val) {
-            acc.val = cover[r];
-            acc.loc = r;
-          }
-        },
-        Least(least));
-    const int row = least.loc;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, M), [&](const int r) {
-      Kokkos::single(Kokkos::PerThread(member),
-                     [&]() { left(r, c) = r == row ? Scalar(1) : Scalar(0); });
-    });
-    member.team_barrier();
-    for (int pass = 0; pass < 2; ++pass) {
-      for_each_lane_sum<Scalar>(
-          member, c, M, [&](const int l, const int r) { return left(r, l) * left(r, c); },
-          [&](const int l, const Scalar dot) { dots[l] = dot; });
-      member.team_barrier();
-      for_each_lane_sum<Scalar>(
-          member, M, c, [&](const int r, const int l) { return dots[l] * left(r, l); },
-          [&](const int r, const Scalar projection) { left(r, c) -= projection; });
-      member.team_barrier();
-    }
-    // The squared norm by one thread's lanes (a sum: a team-range reduction
-    // would see each vector lane's copy), through dots[0].
-    for_each_lane_sum<Scalar>(
-        member, 1, M, [&](const int, const int r) { return left(r, c) * left(r, c); },
-        [&](const int, const Scalar norm2) { dots[0] = norm2; });
-    member.team_barrier();
-    const Scalar inv = Scalar(1) / kmath::sqrt(dots[0]);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, M), [&](const int r) {
-      Kokkos::single(Kokkos::PerThread(member), [&]() {
-        const Scalar x = left(r, c) * inv;
-        left(r, c) = x;
-        cover[r] += x * x;
-      });
-    });
-    member.team_barrier();
-  }
-}
-
-/// The left vectors of zero singular values by reflectors, for many of them
-/// (wcycle_complete_null_columns): the Householder QR of the kept columns
-/// K = left(:, 0 .. r0 - 1) = Q R gives Q, whose columns r0 .. N - 1 are
-/// orthonormal and orthogonal to K's span; column j of `left` becomes Q e_j,
-/// the reflectors applied to e_j in reverse order, every column on its own
-/// team thread. `work`: M r0 + r0 scalars (the reflectors and their factors).
-/// O(M r0^2) for the QR, one reflector at a time, and O(M r0) per column:
-/// nothing for a zero matrix (Q = I), and no sequence of dependent columns.
-template <class Member, class Scalar>
-KOKKOS_INLINE_FUNCTION void complete_null_columns_by_reflectors(const Member& member,
-                                                                const StridedMatrix<Scalar>& left,
-                                                                int M, int N, int r0,
-                                                                Scalar* work) {
-  Scalar* const K = work;                          // M x r0: the kept columns, then the reflectors
-  Scalar* const tau = work + std::size_t(M) * r0;  // r0 factors: H_k = I - tau_k v_k v_k^T
-  const auto k_at = [&](int r, int c) -> Scalar& { return K[r + std::size_t(M) * c]; };
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, r0), [&](const int c) {
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M),
-                         [&](const int r) { k_at(r, c) = left(r, c); });
-  });
-  member.team_barrier();
-  for (int k = 0; k < r0; ++k) {
-    // v_k = x + sign(x_0) ||x|| e_0 for x = K(k .., k); tau_k = 2 / v_k^T v_k.
-    for_each_lane_sum<Scalar>(
-        member, 1, M - k, [&](const int, const int r) { return k_at(k + r, k) * k_at(k + r, k); },
-        [&](const int, const Scalar alpha2) { tau[k] = alpha2; });
-    member.team_barrier();
-    const Scalar alpha = kmath::sqrt(tau[k]), x0 = k_at(k, k);
-    member.team_barrier();
-    Kokkos::single(Kokkos::PerTeam(member), [&]() {
-      k_at(k, k) = x0 + (x0 < Scalar(0) ? -alpha : alpha);
-      tau[k] = alpha > Scalar(0) ? Scalar(1) / (alpha * (alpha + kmath::fabs(x0))) : Scalar(0);
-    });
-    member.team_barrier();
-    const Scalar t = tau[k];
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k + 1, r0), [&](const int j) {
-      Scalar dot = 0;
-      Kokkos::parallel_reduce(
-          Kokkos::ThreadVectorRange(member, k, M),
-          [&](const int r, Scalar& acc) { acc += k_at(r, k) * k_at(r, j); }, dot);
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, k, M),
-                           [&](const int r) { k_at(r, j) -= t * dot * k_at(r, k); });
-    });
-    member.team_barrier();
-  }
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, r0, N), [&](const int j) {
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M),
-                         [&](const int r) { left(r, j) = r == j ? Scalar(1) : Scalar(0); });
-    for (int k = r0 - 1; k >= 0; --k) {
-      Scalar dot = 0;
-      Kokkos::parallel_reduce(
-          Kokkos::ThreadVectorRange(member, k, M),
-          [&](const int r, Scalar& acc) { acc += k_at(r, k) * left(r, j); }, dot);
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, k, M),
-                           [&](const int r) { left(r, j) -= tau[k] * dot * k_at(r, k); });
-    }
-  });
-}
-
-/// Makes the last columns of `left` (M x N, M >= N: the working matrix's
-/// left singular vectors in output order), from rank r0 on, whose singular
-/// values are zero (exactly, or numerically: resolved_squared_norm) and which
-/// wcycle_finish_columns left zero, an orthonormal completion of the columns
-/// before them, so that U stays orthonormal for a rank-deficient matrix (a
-/// zero or repeated column, a zero matrix), as LAPACK's gesvd keeps it. A
-/// few zero values next to many kept columns go by Gram-Schmidt, one after
-/// another; more (over a quarter of the kept columns' count, where that
-/// costs more than a QR of the kept columns) by reflectors, all at once: a
-/// 1024^2 zero matrix took 3.2 s on an H100 by Gram-Schmidt alone. `work`:
-/// M N scalars of device memory (the finished working matrix). Collective
-/// over the team.
-template <class Member, class Scalar>
-KOKKOS_INLINE_FUNCTION void wcycle_complete_null_columns(const Member& member,
-                                                         const StridedMatrix<Scalar>& left, int M,
-                                                         int N, int r0, Scalar* work) {
-  if (4 * (N - r0) > r0)
-    complete_null_columns_by_reflectors(member, left, M, N, r0, work);
-  else
-    complete_null_columns_by_gram_schmidt(member, left, M, N, r0, work);
 }
 
 }  // namespace kwsvd::Impl

@@ -551,6 +551,7 @@ class WcycleLevelSolver {
     // column norms first, then each column's rank among its matrix's norms
     // and its outputs.
     Scalar* norms = norms_.data();
+    const std::size_t* norms_offset = norms_offset_.data();
     const bool sorted = options_.sort;
     if (multi_chunk)
       Kokkos::parallel_for(
@@ -598,14 +599,22 @@ class WcycleLevelSolver {
         });
 
     // 4. The left vectors of zero singular values (exact, or numerically
-    // zero: resolved_squared_norm), which the finish left zero, completed to
-    // an orthonormal set (wcycle_complete_null_columns) by a team per matrix
-    // whose last (smallest) value is zero; the others return at once. The
-    // finished working matrix is the team's workspace.
+    // zero: resolved_squared_norm), which the finish left zero, and under
+    // SvdOptions::full_matrices the columns past N of a left side of M
+    // columns, completed to an orthonormal set (complete_orthonormal_columns)
+    // by a team per matrix that has such columns; the others return at once.
+    // The finished working matrix is the team's workspace, the matrix's
+    // column norms (read by the finish) its reflector factors. Under
+    // full_matrices a team has scratch for the reflectors' Gram matrix
+    // (complete_columns_by_reflectors), used for the full side's columns of
+    // matrices of at most completion_gram_max_columns columns.
+    Policy complete(exec, batch_, Kokkos::AUTO, lanes);
+    const int gram_max = options_.full_matrices ? completion_gram_max_columns : 0;
+    complete.set_scratch_size(
+        0, Kokkos::PerTeam(int(ScratchVector::shmem_size(std::size_t(gram_max) * gram_max))));
     if (vectors && completes_left_)
       Kokkos::parallel_for(
-          "kwsvd::wcycle_complete_null_columns", Policy(exec, batch_, Kokkos::AUTO, lanes),
-          KOKKOS_LAMBDA(const Member& member) {
+          "kwsvd::wcycle_complete_columns", complete, KOKKOS_LAMBDA(const Member& member) {
             const int b = member.league_rank();
             const WorkGeometry g = geometry[b];
             if (nonfinite[b] != 0 || g.cols == 0)
@@ -617,9 +626,18 @@ class WcycleLevelSolver {
             int r0 = g.cols;  // the first zero value
             while (r0 > 0 && slot.s[(r0 - 1) * slot.s_stride] == Scalar(0))
               --r0;
-            if (r0 == g.cols)
-              return;
-            wcycle_complete_null_columns(member, left, g.rows, g.cols, r0, W + g.w_offset);
+            // The zero values' columns first, as a thin call completes them,
+            // so that the first N columns are its bits; then a full side's.
+            if (r0 < g.cols)
+              complete_orthonormal_columns(member, left, g.rows, g.cols, r0, W + g.w_offset,
+                                           norms + norms_offset[b]);
+            if (left.cols > g.cols) {
+              member.team_barrier();
+              ScratchVector gram(member.team_scratch(0), std::size_t(gram_max) * gram_max);
+              complete_orthonormal_columns(member, left, g.rows, left.cols, g.cols, W + g.w_offset,
+                                           norms + norms_offset[b],
+                                           g.cols <= gram_max ? gram.data() : nullptr);
+            }
           });
   }
 
@@ -903,21 +921,25 @@ class WcycleLevelSolver {
   /// chunks' maxima and the matrices' column norms.
   void plan_chunks(const std::vector<WorkGeometry>& geometry) {
     std::vector<ColumnChunk> chunks;
+    std::vector<std::size_t> offsets;
     std::size_t norms = 0;
     for (int b = 0; b < batch_; ++b) {
       const int cols = geometry[std::size_t(b)].cols;
+      const std::size_t offset = norms;
+      offsets.push_back(offset);
       const int first = int(chunks.size());
       const int count = (cols + wcycle_chunk_cols - 1) / wcycle_chunk_cols;
       for (int k = 0; k < count; ++k) {
         const int col = k * wcycle_chunk_cols;
-        chunks.push_back({b, col, std::min(wcycle_chunk_cols, cols - col), first, count, norms});
+        chunks.push_back({b, col, std::min(wcycle_chunk_cols, cols - col), first, count, offset});
       }
-      norms += std::size_t(cols);
+      norms = offset + std::size_t(cols);
     }
     chunks_ = alloc_.upload(chunks, "kwsvd::column_chunks");
     chunk_max_ =
         alloc_.template zeros<Scalar>("kwsvd::chunk_max", std::max<std::size_t>(chunks.size(), 1));
     norms_ = alloc_.template zeros<Scalar>("kwsvd::column_norms", std::max<std::size_t>(norms, 1));
+    norms_offset_ = alloc_.upload(offsets, "kwsvd::column_norms_offset");
   }
 
   /// One launch of the matrices swept whole (WcycleWholeMatrixFunctor), if any.
@@ -968,6 +990,10 @@ class WcycleLevelSolver {
   Vec<WorkGeometry> geometry_;
   Vec<ColumnChunk> chunks_;        // the load's and finish's teams (plan_chunks)
   Vec<Scalar> chunk_max_, norms_;  // per chunk: largest magnitude; per column: norm
+  // Per matrix: where its column norms start in norms_ (ColumnChunk::norms),
+  // read by the completion of its left vectors (a field of WorkGeometry
+  // instead cost the whole-matrix sweeps of double 64^2 3% on an H100).
+  Vec<std::size_t> norms_offset_;
   Vec<int> state_;
   std::vector<Part> parts_;
   std::vector<ExecSpace> streams_;  // the parts' streams, on backends that have them

@@ -1,0 +1,418 @@
+// SvdOptions::full_matrices: U m x m and V n x n (LAPACK's jobu = 'A',
+// cuSOLVER gesvdjBatched's shapes). The completion runs after the thin SVD,
+// so the values, the first k = min(m, n) columns, the other side and info
+// must be the thin call's to the bit; the full side must be orthonormal as a
+// whole (||I - X^T X||_1 / rows below 30 u, e2's measure), so its columns
+// past k span the orthogonal complement of A's range (tall) or row space
+// (wide). Every entry point: BatchedSvd (level 0, W-cycle, rounds), the
+// raw-pointer form, batched_small_svd, VariableBatchedSvd's Views and
+// pointer arrays.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "common/oracle.hpp"
+#include "common/svd_batch.hpp"
+#include "kwsvd/kwsvd.hpp"
+
+namespace {
+
+using kwsvd::Job;
+using kwsvd::test::error_of;
+using kwsvd::test::random_matrix;
+using Exec = Kokkos::DefaultExecutionSpace;
+
+template <class C>
+class FullMatrices : public ::testing::Test {
+ public:
+  using Scalar = typename C::Scalar;
+  using Layout = typename C::Layout;
+  using Matrices = Kokkos::View<Scalar***, Layout>;
+  static double bound() { return 30 * (std::numeric_limits<Scalar>::epsilon() / 2); }
+
+  // One call's outputs per matrix: S, U (m x u_cols), V (n x v_cols),
+  // column-major, and info; a side the job does not compute is empty.
+  struct Result {
+    std::vector<std::vector<Scalar>> s, u, v;
+    std::vector<kwsvd::SvdInfo> info;
+  };
+
+  // The columns of U and V a call with these options writes.
+  static int u_cols(int m, int n, const kwsvd::SvdOptions& o) {
+    return kwsvd::job_writes_u(o.job) ? (o.full_matrices ? m : std::min(m, n)) : 0;
+  }
+  static int v_cols(int m, int n, const kwsvd::SvdOptions& o) {
+    return kwsvd::job_writes_v(o.job) ? (o.full_matrices ? n : std::min(m, n)) : 0;
+  }
+
+  // Host copies of a column-major rows x cols block of matrix b.
+  template <class H>
+  static std::vector<Scalar> column_major(const H& h, int b, int rows, int cols) {
+    std::vector<Scalar> x(std::size_t(rows) * std::size_t(cols));
+    for (int j = 0; j < cols; ++j)
+      for (int i = 0; i < rows; ++i)
+        x[i + std::size_t(rows) * j] = h(b, i, j);
+    return x;
+  }
+
+  // `call(A, S, U, V, info)` on mats (all m x n) with outputs shaped for
+  // `options` (U or V empty where its job does not compute it), pre-filled
+  // with NaN so that an entry never written fails the checks.
+  template <class Call>
+  static Result run(const std::vector<std::vector<Scalar>>& mats, int m, int n,
+                    const kwsvd::SvdOptions& options, const Call& call) {
+    const int batch = int(mats.size()), k = std::min(m, n);
+    const int uc = u_cols(m, n, options), vc = v_cols(m, n, options);
+    auto A = kwsvd::test::to_device<Scalar, Layout>(mats, m, n);
+    const bool left = kwsvd::job_writes_u(options.job), right = kwsvd::job_writes_v(options.job);
+    Matrices U("U", left ? batch : 0, left ? m : 0, uc);
+    Matrices V("V", right ? batch : 0, right ? n : 0, vc);
+    Kokkos::View<Scalar**, Layout> S("S", batch, k);
+    Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+    const Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
+    kwsvd::test::fill(U, nan);
+    kwsvd::test::fill(V, nan);
+    kwsvd::test::fill(S, nan);
+    call(A, S, U, V, info);
+    auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
+    auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U);
+    auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), V);
+    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+    Result r;
+    for (int b = 0; b < batch; ++b) {
+      std::vector<Scalar> s(std::size_t(k), Scalar(0));
+      for (int l = 0; l < k; ++l)
+        s[std::size_t(l)] = hs(b, l);
+      r.s.push_back(s);
+      r.u.push_back(left ? column_major(hu, b, m, uc) : std::vector<Scalar>{});
+      r.v.push_back(right ? column_major(hv, b, n, vc) : std::vector<Scalar>{});
+      r.info.push_back(hi(b));
+    }
+    return r;
+  }
+
+  static Result run_handle(const std::vector<std::vector<Scalar>>& mats, int m, int n,
+                           const kwsvd::SvdOptions& options) {
+    return run(mats, m, n, options,
+               [&](const auto& A, const auto& S, const auto& U, const auto& V, const auto& info) {
+                 kwsvd::BatchedSvd<Exec, Scalar> svd(Exec(), long(mats.size()), m, n, options);
+                 svd.compute(A, S, U, V, info);
+               });
+  }
+
+  // full against thin (the same options but full_matrices): the same
+  // values, info, short side and first k columns of the long side, to the
+  // bit; the long side orthonormal over all its columns.
+  static void expect_completes(const Result& thin, const Result& full, int m, int n,
+                               const kwsvd::SvdOptions& options, const std::string& at) {
+    const int k = std::min(m, n);
+    for (std::size_t b = 0; b < thin.s.size(); ++b) {
+      const std::string mat = at + " matrix " + std::to_string(b);
+      EXPECT_EQ(full.s[b], thin.s[b]) << mat;
+      EXPECT_EQ(full.info[b].sweeps, thin.info[b].sweeps) << mat;
+      EXPECT_EQ(full.info[b].converged, 1) << mat;
+      const bool tall = m >= n;
+      const auto& long_thin = tall ? thin.u[b] : thin.v[b];
+      const auto& long_full = tall ? full.u[b] : full.v[b];
+      const auto& short_thin = tall ? thin.v[b] : thin.u[b];
+      const auto& short_full = tall ? full.v[b] : full.u[b];
+      EXPECT_EQ(short_full, short_thin) << mat << ": the short side";
+      const bool computed =
+          tall ? kwsvd::job_writes_u(options.job) : kwsvd::job_writes_v(options.job);
+      if (!computed) {
+        EXPECT_TRUE(long_full.empty()) << mat;
+        continue;
+      }
+      const int rows = tall ? m : n;
+      ASSERT_EQ(long_full.size(), std::size_t(rows) * std::size_t(rows)) << mat;
+      for (std::size_t i = 0; i < std::size_t(rows) * std::size_t(k); ++i)
+        ASSERT_EQ(long_full[i], long_thin[i]) << mat << ": thin column entry " << i;
+      EXPECT_LT(kwsvd::test::orthogonality_error(long_full, rows, rows), bound())
+          << mat << ": the full side's orthogonality";
+    }
+  }
+};
+
+using Cases = kwsvd::test::ScalarLayoutCases;
+TYPED_TEST_SUITE(FullMatrices, Cases);
+
+// Tall and wide through the level-0 kernel (few and many missing columns),
+// swept whole, and through the W-cycle's blocks at one level and at two,
+// with at most 32 columns (completed through the reflectors' Gram matrix)
+// and more, with each job, sorted or not (unsorted: zero values still
+// last, where their columns are completed before the full side's).
+TYPED_TEST(FullMatrices, ThinColumnsStayAndTheRestCompleteAnOrthonormalBasis) {
+  using T = typename TestFixture::Scalar;
+  const std::vector<kwsvd::test::ShapeCase> cases = {
+      {20, 12, true, {}},    {12, 20, true, {}},
+      {33, 30, true, {}},    {40, 3, true, {}},
+      {90, 40, false, {}},   {40, 90, false, {}},
+      {130, 120, false, {}}, {100, 101, false, {}},
+      {70, 40, true, {}},    {200, 24, false, {}},
+      {24, 200, false, {}},  {150, 120, false, kwsvd::test::two_level_widths<T>()}};
+  for (const auto& c : cases) {
+    const auto mats = kwsvd::test::rank_deficient_batch<T>(c.m, c.n);
+    for (const Job job :
+         {Job::values_and_vectors, Job::values_and_left_vectors, Job::values_and_right_vectors}) {
+      for (const bool sorted : {true, false}) {
+        kwsvd::SvdOptions options;
+        options.job = job;
+        options.sort = sorted;
+        options.level0 = c.level0;
+        options.block_scratch_bytes = 32768;
+        options.level_widths = std::vector<int>(c.widths);
+        const auto thin = TestFixture::run_handle(mats, c.m, c.n, options);
+        options.full_matrices = true;
+        const auto full = TestFixture::run_handle(mats, c.m, c.n, options);
+        TestFixture::expect_completes(thin, full, c.m, c.n, options,
+                                      std::to_string(c.m) + " x " + std::to_string(c.n) + " job " +
+                                          kwsvd::Impl::job_name(job) + (sorted ? "" : " unsorted") +
+                                          (c.level0 ? "" : " blocks"));
+      }
+    }
+  }
+}
+
+// Under a workspace limit the W-cycle sweeps rounds; the last one solves a
+// few matrices again and must complete their full sides again too.
+TYPED_TEST(FullMatrices, RoundsUnderAWorkspaceLimitCompleteEveryMatrix) {
+  using T = typename TestFixture::Scalar;
+  const int m = 70, n = 40;
+  std::vector<std::vector<T>> mats;
+  for (int b = 0; b < 7; ++b)
+    mats.push_back(random_matrix<T>(m, n, 31u + std::uint64_t(b)));
+  kwsvd::SvdOptions options;
+  options.level0 = false;
+  options.full_matrices = true;
+  options.max_workspace_bytes =
+      kwsvd::BatchedSvd<Exec, T>::planned_workspace_bytes(Exec(), 7, m, n, options) / 3;
+  const long per_round = kwsvd::BatchedSvd<Exec, T>(Exec(), 7, m, n, options).matrices_per_round();
+  ASSERT_GT(per_round, 0);
+  ASSERT_LT(per_round, 7);
+  const auto rounds = TestFixture::run_handle(mats, m, n, options);
+  for (std::size_t b = 0; b < mats.size(); ++b) {
+    EXPECT_LT(kwsvd::test::orthogonality_error(rounds.u[b], m, m), TestFixture::bound()) << b;
+    const auto e = kwsvd::test::svd_errors(
+        mats[b], m, n, rounds.s[b],
+        std::vector<T>(rounds.u[b].begin(), rounds.u[b].begin() + m * n), rounds.v[b]);
+    EXPECT_LT(e.e1, TestFixture::bound()) << b;
+    EXPECT_EQ(rounds.info[b].converged, 1) << b;
+  }
+}
+
+// batched_small_svd (the level-0 entry point) and the raw-pointer form
+// (padded leading dimensions and batch strides) write what BatchedSvd does.
+TYPED_TEST(FullMatrices, SmallSvdAndRawPointersMatchTheHandle) {
+  using T = typename TestFixture::Scalar;
+  using L = typename TestFixture::Layout;
+  for (const auto& [m, n] : {std::pair<int, int>{24, 10}, std::pair<int, int>{10, 24}}) {
+    const auto mats = kwsvd::test::rank_deficient_batch<T>(m, n);
+    kwsvd::SvdOptions options;
+    options.full_matrices = true;
+    const auto handle = TestFixture::run_handle(mats, m, n, options);
+    const auto small = TestFixture::run(
+        mats, m, n, options,
+        [&](const auto& A, const auto& S, const auto& U, const auto& V, const auto& info) {
+          kwsvd::batched_small_svd(Exec(), A, S, U, V, info, options);
+        });
+    const std::string at = std::to_string(m) + " x " + std::to_string(n);
+    EXPECT_EQ(small.s, handle.s) << at;
+    EXPECT_EQ(small.u, handle.u) << at;
+    EXPECT_EQ(small.v, handle.v) << at;
+    if (!std::is_same<L, Kokkos::LayoutLeft>::value)
+      continue;
+    // Raw pointers: U m x m with ldu = m + 3, V n x n with ldv = n + 1.
+    const int batch = int(mats.size()), k = std::min(m, n), lda = m + 2, ldu = m + 3, ldv = n + 1;
+    const long long strideA = (long long)lda * n + 5, strideU = (long long)ldu * m + 7,
+                    strideV = (long long)ldv * n;
+    auto A = kwsvd::test::to_device_strided(mats, m, n, lda, strideA);
+    Kokkos::View<T*> S("S", std::size_t(batch) * k), U("U", std::size_t(batch * strideU)),
+        V("V", std::size_t(batch * strideV));
+    Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+    kwsvd::batched_svd(Exec(), batch, m, n, A.data(), lda, strideA, S.data(), k, U.data(), ldu,
+                       strideU, V.data(), ldv, strideV, info.data(), options);
+    auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U);
+    auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), V);
+    for (int b = 0; b < batch; ++b) {
+      for (int j = 0; j < m; ++j)
+        for (int i = 0; i < m; ++i)
+          ASSERT_EQ(hu(b * strideU + i + (long long)ldu * j), handle.u[b][i + std::size_t(m) * j])
+              << at << " U(" << i << ", " << j << ")";
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i)
+          ASSERT_EQ(hv(b * strideV + i + (long long)ldv * j), handle.v[b][i + std::size_t(n) * j])
+              << at << " V(" << i << ", " << j << ")";
+    }
+    if (m < n)
+      continue;  // a wide matrix's U is m x m either way
+    // A batch stride for thin U is refused, naming the option.
+    const auto msg = error_of([&] {
+      kwsvd::batched_svd(Exec(), batch, m, n, A.data(), lda, strideA, S.data(), k, U.data(), ldu,
+                         (long long)ldu * k, V.data(), ldv, strideV, info.data(), options);
+    });
+    EXPECT_NE(msg.find("strideU"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("full_matrices"), std::string::npos) << msg;
+  }
+}
+
+// Thin outputs under full_matrices (and full ones without it) are refused,
+// naming the argument, the shape and the option.
+TYPED_TEST(FullMatrices, ThinOutputsAreRefusedNamingTheOption) {
+  using T = typename TestFixture::Scalar;
+  using Mats = typename TestFixture::Matrices;
+  const int m = 30, n = 20, batch = 2;
+  Mats A("A", batch, m, n), thinU("U", batch, m, n), fullU("U", batch, m, m), V("V", batch, n, n);
+  Kokkos::View<T**> S("S", batch, n);
+  Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+  kwsvd::SvdOptions options;
+  options.full_matrices = true;
+  std::string msg = error_of([&] { kwsvd::batched_svd(Exec(), A, S, thinU, V, info, options); });
+  EXPECT_NE(msg.find("U"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(batch, m, m)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("full_matrices"), std::string::npos) << msg;
+  options.full_matrices = false;
+  msg = error_of([&] { kwsvd::batched_svd(Exec(), A, S, fullU, V, info, options); });
+  EXPECT_NE(msg.find("(batch, m, min(m, n))"), std::string::npos) << msg;
+}
+
+// A NaN matrix's full side is NaN throughout; its neighbours are
+// unaffected. An empty matrix's full side is the identity.
+TYPED_TEST(FullMatrices, NonFiniteAndEmptyMatrices) {
+  using T = typename TestFixture::Scalar;
+  for (const bool level0 : {true, false}) {
+    const int m = 30, n = 12;
+    const auto clean_mats = kwsvd::test::rank_deficient_batch<T>(m, n);
+    auto mats = clean_mats;
+    mats[1][5] = std::numeric_limits<T>::infinity();
+    kwsvd::SvdOptions options;
+    options.level0 = level0;
+    options.full_matrices = true;
+    const auto clean = TestFixture::run_handle(clean_mats, m, n, options);
+    const auto r = TestFixture::run_handle(mats, m, n, options);
+    EXPECT_EQ(r.info[1].nonfinite_input, 1);
+    for (const T x : r.u[1])
+      ASSERT_TRUE(std::isnan(double(x))) << level0;
+    for (std::size_t b : {std::size_t(0), std::size_t(2)}) {
+      EXPECT_EQ(r.u[b], clean.u[b]) << level0 << " " << b;
+      EXPECT_EQ(r.v[b], clean.v[b]) << level0 << " " << b;
+    }
+  }
+  for (const auto& [m, n] : {std::pair<int, int>{5, 0}, std::pair<int, int>{0, 4}}) {
+    kwsvd::SvdOptions options;
+    options.full_matrices = true;
+    const auto r = TestFixture::run_handle(std::vector<std::vector<T>>(3), m, n, options);
+    for (std::size_t b = 0; b < 3; ++b) {
+      EXPECT_EQ(r.info[b].converged, 1);
+      const auto& x = m > 0 ? r.u[b] : r.v[b];
+      const int rows = std::max(m, n);
+      ASSERT_EQ(x.size(), std::size_t(rows) * std::size_t(rows));
+      for (int j = 0; j < rows; ++j)
+        for (int i = 0; i < rows; ++i)
+          ASSERT_EQ(x[i + std::size_t(rows) * j], i == j ? T(1) : T(0)) << m << " x " << n;
+    }
+  }
+}
+
+// A variable batch of level-0, block-rotation and empty matrices, tall and
+// wide, through a list of Views and through pointer arrays: the same values
+// and thin columns as its thin call, every full side orthonormal.
+TYPED_TEST(FullMatrices, VariableBatchCompletesEveryMatrix) {
+  using T = typename TestFixture::Scalar;
+  using L = typename TestFixture::Layout;
+  using Matrix = Kokkos::View<T**, L>;
+  const std::vector<kwsvd::MatrixShape> shapes = {{20, 12}, {12, 20}, {90, 40},  {40, 90},
+                                                  {6, 0},   {33, 33}, {150, 70}, {2, 1}};
+  std::vector<std::vector<T>> mats;
+  for (std::size_t b = 0; b < shapes.size(); ++b)
+    mats.push_back(random_matrix<T>(shapes[b].rows, shapes[b].cols, 41u + b));
+  const auto solve = [&](bool full, bool pointers) {
+    kwsvd::SvdOptions options;
+    options.full_matrices = full;
+    kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), shapes, options);
+    std::vector<Matrix> A, U, V;
+    std::vector<Kokkos::View<T*>> S;
+    for (std::size_t b = 0; b < shapes.size(); ++b) {
+      const int m = shapes[b].rows, n = shapes[b].cols, k = std::min(m, n);
+      A.push_back(Matrix("A", m, n));
+      auto h = Kokkos::create_mirror_view(A.back());
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i)
+          h(i, j) = mats[b][i + std::size_t(m) * j];
+      Kokkos::deep_copy(A.back(), h);
+      S.push_back(Kokkos::View<T*>("S", k));
+      U.push_back(Matrix("U", m, full ? m : k));
+      V.push_back(Matrix("V", n, full ? n : k));
+      kwsvd::test::fill(U.back(), std::numeric_limits<T>::quiet_NaN());
+      kwsvd::test::fill(V.back(), std::numeric_limits<T>::quiet_NaN());
+    }
+    Kokkos::View<kwsvd::SvdInfo*> info("info", shapes.size());
+    if (!pointers) {
+      svd.compute(A, S, U, V, info);
+    } else {
+      std::vector<const T*> a;
+      std::vector<T*> s, u, v;
+      std::vector<int> lda, ldu, ldv;
+      for (std::size_t b = 0; b < shapes.size(); ++b) {
+        a.push_back(A[b].data());
+        s.push_back(S[b].data());
+        u.push_back(U[b].data());
+        v.push_back(V[b].data());
+        lda.push_back(std::max(1, int(A[b].stride(1))));
+        ldu.push_back(std::max(1, int(U[b].stride(1))));
+        ldv.push_back(std::max(1, int(V[b].stride(1))));
+      }
+      svd.compute(a.data(), lda.data(), s.data(), u.data(), ldu.data(), v.data(), ldv.data(),
+                  info.data());
+    }
+    typename TestFixture::Result r;
+    for (std::size_t b = 0; b < shapes.size(); ++b) {
+      auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S[b]);
+      auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U[b]);
+      auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), V[b]);
+      std::vector<T> s(hs.data(), hs.data() + hs.extent(0)), u, v;
+      for (std::size_t j = 0; j < hu.extent(1); ++j)
+        for (std::size_t i = 0; i < hu.extent(0); ++i)
+          u.push_back(hu(i, j));
+      for (std::size_t j = 0; j < hv.extent(1); ++j)
+        for (std::size_t i = 0; i < hv.extent(0); ++i)
+          v.push_back(hv(i, j));
+      r.s.push_back(s);
+      r.u.push_back(u);
+      r.v.push_back(v);
+    }
+    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+    for (std::size_t b = 0; b < shapes.size(); ++b)
+      r.info.push_back(hi(b));
+    return r;
+  };
+  const auto thin = solve(false, false);
+  for (const bool pointers : {false, true}) {
+    if (pointers && !std::is_same<L, Kokkos::LayoutLeft>::value)
+      continue;  // the pointer arrays are column-major
+    const auto full = solve(true, pointers);
+    kwsvd::SvdOptions options;
+    for (std::size_t b = 0; b < shapes.size(); ++b) {
+      const int m = shapes[b].rows, n = shapes[b].cols;
+      typename TestFixture::Result one_thin, one_full;
+      for (auto* r : {&one_thin, &one_full}) {
+        const auto& from = r == &one_thin ? thin : full;
+        r->s.push_back(from.s[b]);
+        r->u.push_back(from.u[b]);
+        r->v.push_back(from.v[b]);
+        r->info.push_back(from.info[b]);
+      }
+      TestFixture::expect_completes(
+          one_thin, one_full, m, n, options,
+          std::to_string(m) + " x " + std::to_string(n) + (pointers ? " pointers" : " views"));
+    }
+  }
+}
+
+}  // namespace
