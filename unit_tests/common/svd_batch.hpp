@@ -16,7 +16,8 @@
 
 namespace kwsvd::test {
 
-/// One batched call's results, per matrix, as column-major host vectors.
+/// One batched call's results, per matrix, as column-major host vectors (a
+/// side the call did not compute is empty).
 template <class T>
 struct BatchResult {
   std::vector<std::vector<T>> s, u, v;
@@ -24,21 +25,25 @@ struct BatchResult {
 };
 
 /// A call's outputs (S, U, V, info: Views the host can read) as column-major
-/// host vectors per matrix of m x n.
+/// host vectors per matrix of m x n: all of U's and V's columns (k = min(m,
+/// n), or m and n for full vectors), none of an empty one.
 template <class T, class SView, class UView, class VView, class InfoView>
 BatchResult<T> batch_results(const SView& S, const UView& U, const VView& V, const InfoView& info,
                              int m, int n) {
   const int batch = int(S.extent(0)), k = std::min(m, n);
+  const int u_cols = U.size() > 0 ? int(U.extent(2)) : 0,
+            v_cols = V.size() > 0 ? int(V.extent(2)) : 0;
   BatchResult<T> r;
   for (int b = 0; b < batch; ++b) {
-    std::vector<T> s(k), u(std::size_t(m) * k), v(std::size_t(n) * k);
-    for (int l = 0; l < k; ++l) {
+    std::vector<T> s(k), u(std::size_t(m) * u_cols), v(std::size_t(n) * v_cols);
+    for (int l = 0; l < k; ++l)
       s[l] = S(b, l);
+    for (int l = 0; l < u_cols; ++l)
       for (int i = 0; i < m; ++i)
         u[i + std::size_t(m) * l] = U(b, i, l);
+    for (int l = 0; l < v_cols; ++l)
       for (int j = 0; j < n; ++j)
         v[j + std::size_t(n) * l] = V(b, j, l);
-    }
     r.s.push_back(s);
     r.u.push_back(u);
     r.v.push_back(v);
@@ -48,14 +53,20 @@ BatchResult<T> batch_results(const SView& S, const UView& U, const VView& V, con
 }
 
 /// Copies mats (all m x n) to the device in Layout, runs
-/// call(A, S, U, V, info) with outputs pre-filled with NaN (so an entry never
-/// written fails the checks) and brings the results back.
+/// call(A, S, U, V, info) with outputs shaped for `options` (U and V thin,
+/// or full under SvdOptions::full_matrices; empty where options.job does not
+/// compute them) and pre-filled with NaN (so an entry never written fails
+/// the checks), and brings the results back.
 template <class T, class Layout, class Call>
 BatchResult<T> run_svd_batch(const std::vector<std::vector<T>>& mats, int m, int n,
-                             const Call& call) {
+                             const Call& call, const kwsvd::SvdOptions& options = {}) {
   const int batch = int(mats.size()), k = std::min(m, n);
+  const bool left = kwsvd::job_writes_u(options.job), right = kwsvd::job_writes_v(options.job);
   auto A = to_device<T, Layout>(mats, m, n);
-  Kokkos::View<T***, Layout> U("U", batch, m, k), V("V", batch, n, k);
+  Kokkos::View<T***, Layout> U("U", left ? batch : 0, left ? m : 0,
+                               left ? (options.full_matrices ? m : k) : 0);
+  Kokkos::View<T***, Layout> V("V", right ? batch : 0, right ? n : 0,
+                               right ? (options.full_matrices ? n : k) : 0);
   Kokkos::View<T**, Layout> S("S", batch, k);
   Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
   const T nan = std::numeric_limits<T>::quiet_NaN();
@@ -67,6 +78,20 @@ BatchResult<T> run_svd_batch(const std::vector<std::vector<T>>& mats, int m, int
                           Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U),
                           Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), V),
                           Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info), m, n);
+}
+
+/// run_svd_batch through a kwsvd::BatchedSvd planned with `options`.
+template <class T, class Layout>
+BatchResult<T> run_batched_svd(const std::vector<std::vector<T>>& mats, int m, int n,
+                               const kwsvd::SvdOptions& options) {
+  return run_svd_batch<T, Layout>(
+      mats, m, n,
+      [&](const auto& A, const auto& S, const auto& U, const auto& V, const auto& info) {
+        kwsvd::BatchedSvd<Kokkos::DefaultExecutionSpace, T> svd(Kokkos::DefaultExecutionSpace(),
+                                                                long(mats.size()), m, n, options);
+        svd.compute(A, S, U, V, info);
+      },
+      options);
 }
 
 /// mats (all m x n) as the raw-pointer form reads them: one device array,

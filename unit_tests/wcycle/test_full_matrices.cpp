@@ -37,75 +37,7 @@ class FullMatrices : public ::testing::Test {
   using Matrices = Kokkos::View<Scalar***, Layout>;
   static double bound() { return 30 * (std::numeric_limits<Scalar>::epsilon() / 2); }
 
-  // One call's outputs per matrix: S, U (m x u_cols), V (n x v_cols),
-  // column-major, and info; a side the job does not compute is empty.
-  struct Result {
-    std::vector<std::vector<Scalar>> s, u, v;
-    std::vector<kwsvd::SvdInfo> info;
-  };
-
-  // The columns of U and V a call with these options writes.
-  static int u_cols(int m, int n, const kwsvd::SvdOptions& o) {
-    return kwsvd::job_writes_u(o.job) ? (o.full_matrices ? m : std::min(m, n)) : 0;
-  }
-  static int v_cols(int m, int n, const kwsvd::SvdOptions& o) {
-    return kwsvd::job_writes_v(o.job) ? (o.full_matrices ? n : std::min(m, n)) : 0;
-  }
-
-  // Host copies of a column-major rows x cols block of matrix b.
-  template <class H>
-  static std::vector<Scalar> column_major(const H& h, int b, int rows, int cols) {
-    std::vector<Scalar> x(std::size_t(rows) * std::size_t(cols));
-    for (int j = 0; j < cols; ++j)
-      for (int i = 0; i < rows; ++i)
-        x[i + std::size_t(rows) * j] = h(b, i, j);
-    return x;
-  }
-
-  // `call(A, S, U, V, info)` on mats (all m x n) with outputs shaped for
-  // `options` (U or V empty where its job does not compute it), pre-filled
-  // with NaN so that an entry never written fails the checks.
-  template <class Call>
-  static Result run(const std::vector<std::vector<Scalar>>& mats, int m, int n,
-                    const kwsvd::SvdOptions& options, const Call& call) {
-    const int batch = int(mats.size()), k = std::min(m, n);
-    const int uc = u_cols(m, n, options), vc = v_cols(m, n, options);
-    auto A = kwsvd::test::to_device<Scalar, Layout>(mats, m, n);
-    const bool left = kwsvd::job_writes_u(options.job), right = kwsvd::job_writes_v(options.job);
-    Matrices U("U", left ? batch : 0, left ? m : 0, uc);
-    Matrices V("V", right ? batch : 0, right ? n : 0, vc);
-    Kokkos::View<Scalar**, Layout> S("S", batch, k);
-    Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
-    const Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
-    kwsvd::test::fill(U, nan);
-    kwsvd::test::fill(V, nan);
-    kwsvd::test::fill(S, nan);
-    call(A, S, U, V, info);
-    auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
-    auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U);
-    auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), V);
-    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
-    Result r;
-    for (int b = 0; b < batch; ++b) {
-      std::vector<Scalar> s(std::size_t(k), Scalar(0));
-      for (int l = 0; l < k; ++l)
-        s[std::size_t(l)] = hs(b, l);
-      r.s.push_back(s);
-      r.u.push_back(left ? column_major(hu, b, m, uc) : std::vector<Scalar>{});
-      r.v.push_back(right ? column_major(hv, b, n, vc) : std::vector<Scalar>{});
-      r.info.push_back(hi(b));
-    }
-    return r;
-  }
-
-  static Result run_handle(const std::vector<std::vector<Scalar>>& mats, int m, int n,
-                           const kwsvd::SvdOptions& options) {
-    return run(mats, m, n, options,
-               [&](const auto& A, const auto& S, const auto& U, const auto& V, const auto& info) {
-                 kwsvd::BatchedSvd<Exec, Scalar> svd(Exec(), long(mats.size()), m, n, options);
-                 svd.compute(A, S, U, V, info);
-               });
-  }
+  using Result = kwsvd::test::BatchResult<Scalar>;
 
   // full against thin (the same options but full_matrices): the same
   // values, info, short side and first k columns of the long side, to the
@@ -168,9 +100,11 @@ TYPED_TEST(FullMatrices, ThinColumnsStayAndTheRestCompleteAnOrthonormalBasis) {
         options.level0 = c.level0;
         options.block_scratch_bytes = 32768;
         options.level_widths = std::vector<int>(c.widths);
-        const auto thin = TestFixture::run_handle(mats, c.m, c.n, options);
+        const auto thin =
+            kwsvd::test::run_batched_svd<T, typename TestFixture::Layout>(mats, c.m, c.n, options);
         options.full_matrices = true;
-        const auto full = TestFixture::run_handle(mats, c.m, c.n, options);
+        const auto full =
+            kwsvd::test::run_batched_svd<T, typename TestFixture::Layout>(mats, c.m, c.n, options);
         TestFixture::expect_completes(thin, full, c.m, c.n, options,
                                       std::to_string(c.m) + " x " + std::to_string(c.n) + " job " +
                                           kwsvd::Impl::job_name(job) + (sorted ? "" : " unsorted") +
@@ -196,7 +130,8 @@ TYPED_TEST(FullMatrices, RoundsUnderAWorkspaceLimitCompleteEveryMatrix) {
   const long per_round = kwsvd::BatchedSvd<Exec, T>(Exec(), 7, m, n, options).matrices_per_round();
   ASSERT_GT(per_round, 0);
   ASSERT_LT(per_round, 7);
-  const auto rounds = TestFixture::run_handle(mats, m, n, options);
+  const auto rounds =
+      kwsvd::test::run_batched_svd<T, typename TestFixture::Layout>(mats, m, n, options);
   for (std::size_t b = 0; b < mats.size(); ++b) {
     EXPECT_LT(kwsvd::test::orthogonality_error(rounds.u[b], m, m), TestFixture::bound()) << b;
     const auto e = kwsvd::test::svd_errors(
@@ -216,12 +151,14 @@ TYPED_TEST(FullMatrices, SmallSvdAndRawPointersMatchTheHandle) {
     const auto mats = kwsvd::test::rank_deficient_batch<T>(m, n);
     kwsvd::SvdOptions options;
     options.full_matrices = true;
-    const auto handle = TestFixture::run_handle(mats, m, n, options);
-    const auto small = TestFixture::run(
-        mats, m, n, options,
+    const auto handle =
+        kwsvd::test::run_batched_svd<T, typename TestFixture::Layout>(mats, m, n, options);
+    const auto small = kwsvd::test::run_svd_batch<T, L>(
+        mats, m, n,
         [&](const auto& A, const auto& S, const auto& U, const auto& V, const auto& info) {
           kwsvd::batched_small_svd(Exec(), A, S, U, V, info, options);
-        });
+        },
+        options);
     const std::string at = std::to_string(m) + " x " + std::to_string(n);
     EXPECT_EQ(small.s, handle.s) << at;
     EXPECT_EQ(small.u, handle.u) << at;
@@ -294,8 +231,10 @@ TYPED_TEST(FullMatrices, NonFiniteAndEmptyMatrices) {
     kwsvd::SvdOptions options;
     options.level0 = level0;
     options.full_matrices = true;
-    const auto clean = TestFixture::run_handle(clean_mats, m, n, options);
-    const auto r = TestFixture::run_handle(mats, m, n, options);
+    const auto clean =
+        kwsvd::test::run_batched_svd<T, typename TestFixture::Layout>(clean_mats, m, n, options);
+    const auto r =
+        kwsvd::test::run_batched_svd<T, typename TestFixture::Layout>(mats, m, n, options);
     EXPECT_EQ(r.info[1].nonfinite_input, 1);
     for (const T x : r.u[1])
       ASSERT_TRUE(std::isnan(double(x))) << level0;
@@ -307,7 +246,8 @@ TYPED_TEST(FullMatrices, NonFiniteAndEmptyMatrices) {
   for (const auto& [m, n] : {std::pair<int, int>{5, 0}, std::pair<int, int>{0, 4}}) {
     kwsvd::SvdOptions options;
     options.full_matrices = true;
-    const auto r = TestFixture::run_handle(std::vector<std::vector<T>>(3), m, n, options);
+    const auto r = kwsvd::test::run_batched_svd<T, typename TestFixture::Layout>(
+        std::vector<std::vector<T>>(3), m, n, options);
     for (std::size_t b = 0; b < 3; ++b) {
       EXPECT_EQ(r.info[b].converged, 1);
       const auto& x = m > 0 ? r.u[b] : r.v[b];

@@ -350,6 +350,21 @@ void launch_full_side_completion(const ExecSpace& exec, const Slots& slots, int 
                        FullSideCompletionFunctor<ExecSpace, Scalar, Slots>{slots, scratch.gram});
 }
 
+/// SvdOptions::full_matrices for a uniform batch (rank-3 Views) whose thin
+/// SVD the level-0 kernel wrote, or with no values (k = 0): its full sides
+/// completed, if it has any (has_full_side).
+template <class ExecSpace, class AView, class SView, class UView, class VView, class InfoView>
+void complete_uniform_full_sides(const ExecSpace& exec, const AView& A, const SView& S,
+                                 const UView& U, const VView& V, const InfoView& info,
+                                 const SvdOptions& options, Job job) {
+  using Scalar = typename SView::non_const_value_type;
+  const int m = int(A.extent(1)), n = int(A.extent(2));
+  if (has_full_side(options, job, m, n))
+    launch_full_side_completion<ExecSpace, Scalar>(
+        exec, uniform_slots<Scalar>(A, S, U, V, info, job), int(A.extent(0)),
+        plan_full_side_scratch<ExecSpace, Scalar>({MatrixShape{m, n}}));
+}
+
 template <class ExecSpace, class AView, class SView, class UView, class VView, class InfoView>
 void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& S, const UView& U,
                             const VView& V, const InfoView& info, const SvdOptions& options,
@@ -446,10 +461,7 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
                              lanes, scratch,
                              with_rows_per_lane<decltype(rows_per_lane)::value>(general));
   });
-  if (has_full_side(options, job, long(m), long(n)))
-    launch_full_side_completion<ExecSpace, Scalar>(
-        exec, uniform_slots<Scalar>(A, S, U, V, info, job), int(batch),
-        plan_full_side_scratch<ExecSpace, Scalar>({MatrixShape{int(m), int(n)}}));
+  complete_uniform_full_sides(exec, A, S, U, V, info, options, job);
 }
 
 }  // namespace Impl

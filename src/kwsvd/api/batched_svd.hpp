@@ -179,10 +179,7 @@ class BatchedSvd {
       return;
     if (k == 0) {  // nothing to decompose: report success (a full side is the identity)
       Impl::report_converged(exec_, info.data(), std::ptrdiff_t(info.stride(0)), batch);
-      if (Impl::has_full_side(options_, job, m_, n_))
-        Impl::launch_full_side_completion<ExecSpace, Scalar>(
-            exec_, Impl::uniform_slots<Scalar>(A, S, U, V, info, job), int(batch_),
-            Impl::plan_full_side_scratch<ExecSpace, Scalar>({MatrixShape{int(m_), int(n_)}}));
+      Impl::complete_uniform_full_sides(exec_, A, S, U, V, info, options_, job);
       return;
     }
     if (level0_) {

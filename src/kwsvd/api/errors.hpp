@@ -93,20 +93,22 @@ template <class UView, class VView>
 void require_uniform_vectors(const char* function, Job job, bool full, const UView& U,
                              const VView& V, std::size_t batch, std::size_t m, std::size_t n) {
   const std::size_t k = m < n ? m : n;
-  if (job_writes_u(job))
-    require_extents(function, "U", {U.extent(0), U.extent(1), U.extent(2)},
-                    {batch, m, full ? m : k},
-                    full ? "(batch, m, m) with batch, m taken from A (options.full_matrices)"
-                         : "(batch, m, min(m, n)) with batch, m, n taken from A");
-  else
-    require_unwritten_output(function, "U", job, U.size());
-  if (job_writes_v(job))
-    require_extents(function, "V", {V.extent(0), V.extent(1), V.extent(2)},
-                    {batch, n, full ? n : k},
-                    full ? "(batch, n, n) with batch, n taken from A (options.full_matrices)"
-                         : "(batch, n, min(m, n)) with batch, m, n taken from A");
-  else
-    require_unwritten_output(function, "V", job, V.size());
+  // One side: `name` of `rows` rows, named `extent` (m or n).
+  const auto require_side = [&](const char* name, bool computed, const auto& X, std::size_t rows,
+                                const std::string& extent) {
+    if (!computed) {
+      require_unwritten_output(function, name, job, X.size());
+      return;
+    }
+    const std::string expected =
+        full ? "(batch, " + extent + ", " + extent + ") with batch, " + extent +
+                   " taken from A (options.full_matrices)"
+             : "(batch, " + extent + ", min(m, n)) with batch, m, n taken from A";
+    require_extents(function, name, {X.extent(0), X.extent(1), X.extent(2)},
+                    {batch, rows, full ? rows : k}, expected.c_str());
+  };
+  require_side("U", job_writes_u(job), U, m, "m");
+  require_side("V", job_writes_v(job), V, n, "n");
 }
 
 /// Throws unless tolerance is 0 (the default, 30 u) or in [2 u, 1) (2 u the

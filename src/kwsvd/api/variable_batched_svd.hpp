@@ -147,20 +147,21 @@ class VariableBatchedSvd {
       const std::size_t k = std::min(m, n);
       auto& slot = staged_[b];
       slot.u = slot.v = Impl::StridedMatrix<Scalar>{};
-      if (left) {
-        require_extents_of(
-            fn, "U", b, {U[b].extent(0), U[b].extent(1)}, {m, options_.full_matrices ? m : k},
-            options_.full_matrices ? "(m_b, m_b) of shapes[b] (options.full_matrices)"
-                                   : "(m_b, min(m_b, n_b)) of shapes[b]");
-        slot.u = view_matrix<Scalar>(U[b]);
-      }
-      if (right) {
-        require_extents_of(
-            fn, "V", b, {V[b].extent(0), V[b].extent(1)}, {n, options_.full_matrices ? n : k},
-            options_.full_matrices ? "(n_b, n_b) of shapes[b] (options.full_matrices)"
-                                   : "(n_b, min(m_b, n_b)) of shapes[b]");
-        slot.v = view_matrix<Scalar>(V[b]);
-      }
+      // One side of `rows` rows; its expected shape's names, full and thin,
+      // as literals (no message is built unless the check fails).
+      const auto side = [&](const char* name, const auto& X, std::size_t rows, const char* full,
+                            const char* thin) {
+        const bool f = options_.full_matrices;
+        require_extents_of(fn, name, b, {X.extent(0), X.extent(1)}, {rows, f ? rows : k},
+                           f ? full : thin);
+        return view_matrix<Scalar>(X);
+      };
+      if (left)
+        slot.u = side("U", U[b], m, "(m_b, m_b) of shapes[b] (options.full_matrices)",
+                      "(m_b, min(m_b, n_b)) of shapes[b]");
+      if (right)
+        slot.v = side("V", V[b], n, "(n_b, n_b) of shapes[b] (options.full_matrices)",
+                      "(n_b, min(m_b, n_b)) of shapes[b]");
     }
     launch(true);
   }

@@ -925,15 +925,14 @@ class WcycleLevelSolver {
     std::size_t norms = 0;
     for (int b = 0; b < batch_; ++b) {
       const int cols = geometry[std::size_t(b)].cols;
-      const std::size_t offset = norms;
-      offsets.push_back(offset);
+      offsets.push_back(norms);
       const int first = int(chunks.size());
       const int count = (cols + wcycle_chunk_cols - 1) / wcycle_chunk_cols;
       for (int k = 0; k < count; ++k) {
         const int col = k * wcycle_chunk_cols;
-        chunks.push_back({b, col, std::min(wcycle_chunk_cols, cols - col), first, count, offset});
+        chunks.push_back({b, col, std::min(wcycle_chunk_cols, cols - col), first, count, norms});
       }
-      norms = offset + std::size_t(cols);
+      norms += std::size_t(cols);
     }
     chunks_ = alloc_.upload(chunks, "kwsvd::column_chunks");
     chunk_max_ =
