@@ -80,37 +80,40 @@ inline cusolverStatus_t gesvdj_batched(cusolverDnHandle_t h, int m, int n, float
                                   lwork, info, p, batch);
 }
 
-inline cusolverStatus_t gesvda_buffer(cusolverDnHandle_t h, int m, int n, const double* a,
+// gesvdaStridedBatched's `rank` leading triplets (rank <= min(m, n)): S
+// rank values a matrix at a stride of min(m, n), U m x rank and V n x rank,
+// each matrix's columns after the previous one's.
+inline cusolverStatus_t gesvda_buffer(cusolverDnHandle_t h, int m, int n, int rank, const double* a,
                                       const double* s, const double* u, const double* v, int* lwork,
                                       int batch) {
   const int k = std::min(m, n);
-  return cusolverDnDgesvdaStridedBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, k, m, n, a, m,
-                                                    long(m) * n, s, k, u, m, long(m) * k, v, n,
-                                                    long(n) * k, lwork, batch);
+  return cusolverDnDgesvdaStridedBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, rank, m, n, a, m,
+                                                    long(m) * n, s, k, u, m, long(m) * rank, v, n,
+                                                    long(n) * rank, lwork, batch);
 }
-inline cusolverStatus_t gesvda_buffer(cusolverDnHandle_t h, int m, int n, const float* a,
+inline cusolverStatus_t gesvda_buffer(cusolverDnHandle_t h, int m, int n, int rank, const float* a,
                                       const float* s, const float* u, const float* v, int* lwork,
                                       int batch) {
   const int k = std::min(m, n);
-  return cusolverDnSgesvdaStridedBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, k, m, n, a, m,
-                                                    long(m) * n, s, k, u, m, long(m) * k, v, n,
-                                                    long(n) * k, lwork, batch);
+  return cusolverDnSgesvdaStridedBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, rank, m, n, a, m,
+                                                    long(m) * n, s, k, u, m, long(m) * rank, v, n,
+                                                    long(n) * rank, lwork, batch);
 }
-inline cusolverStatus_t gesvda(cusolverDnHandle_t h, int m, int n, const double* a, double* s,
-                               double* u, double* v, double* work, int lwork, int* info,
+inline cusolverStatus_t gesvda(cusolverDnHandle_t h, int m, int n, int rank, const double* a,
+                               double* s, double* u, double* v, double* work, int lwork, int* info,
                                double* resid, int batch) {
   const int k = std::min(m, n);
-  return cusolverDnDgesvdaStridedBatched(h, CUSOLVER_EIG_MODE_VECTOR, k, m, n, a, m, long(m) * n, s,
-                                         k, u, m, long(m) * k, v, n, long(n) * k, work, lwork, info,
-                                         resid, batch);
+  return cusolverDnDgesvdaStridedBatched(h, CUSOLVER_EIG_MODE_VECTOR, rank, m, n, a, m, long(m) * n,
+                                         s, k, u, m, long(m) * rank, v, n, long(n) * rank, work,
+                                         lwork, info, resid, batch);
 }
-inline cusolverStatus_t gesvda(cusolverDnHandle_t h, int m, int n, const float* a, float* s,
-                               float* u, float* v, float* work, int lwork, int* info, double* resid,
-                               int batch) {
+inline cusolverStatus_t gesvda(cusolverDnHandle_t h, int m, int n, int rank, const float* a,
+                               float* s, float* u, float* v, float* work, int lwork, int* info,
+                               double* resid, int batch) {
   const int k = std::min(m, n);
-  return cusolverDnSgesvdaStridedBatched(h, CUSOLVER_EIG_MODE_VECTOR, k, m, n, a, m, long(m) * n, s,
-                                         k, u, m, long(m) * k, v, n, long(n) * k, work, lwork, info,
-                                         resid, batch);
+  return cusolverDnSgesvdaStridedBatched(h, CUSOLVER_EIG_MODE_VECTOR, rank, m, n, a, m, long(m) * n,
+                                         s, k, u, m, long(m) * rank, v, n, long(n) * rank, work,
+                                         lwork, info, resid, batch);
 }
 
 }  // namespace kwsvd::bench

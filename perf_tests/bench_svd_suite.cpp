@@ -16,7 +16,7 @@
 //   perf_svd_suite --suite=<smoke|paper|seed002|full> [--pair-svd=0|1]
 //                  [--level-widths=w1,w2,...] [--instances=0|1|2]
 //                  [--lanes-per-pair=0|1|2|4|8|16|32]
-//                  [--job=vectors|values|left|right] [--full-matrices=0|1]
+//                  [--job=vectors|values|left|right] [--full-matrices=0|1] [--rank=r]
 //                  [--level0=0|1] [--max-workspace-mb=X] [benchmark flags]
 //
 // --pair-svd, --level-widths, --instances, --lanes-per-pair, --level0 and
@@ -34,7 +34,11 @@
 // and V (n x n), the shapes gesvdjBatched writes (uniform points only: a
 // filter keeps it to shapes whose full sides fit, such as Fig. 7's); its
 // entries record the thin columns' accuracy as usual and orth_full, the
-// first matrix's ||X^T X - I||_F over its full long side.
+// first matrix's ||X^T X - I||_F over its full long side. --rank=r times
+// kwsvd's calls and gesvdaStridedBatched for the r leading triplets
+// (SvdOptions::rank; gesvda's rank), uniform points only; their entries
+// record rank, the triplets' residual (sqrt(sum ||A v_l - sigma_l u_l||^2)
+// / ||A||_F) and U's and V's orthogonality over the r columns.
 //
 // Benchmark names: <experiment>/<implementation>/<scalar>/m:M/n:N/batch:B, or
 // .../group:L/batch:B for a mixed-size group whose shapes are drawn
@@ -212,12 +216,15 @@ void timed_loop(benchmark::State& state, Call&& call, const std::function<void()
   }
 }
 
-// What `job` computed: U and V (residual and orthogonality), else the
-// values (values_gap) and the one side computed, if any (its orthogonality).
+// What `job` computed: U and V (residual and orthogonality; of the leading
+// `rank` triplets of a uniform batch where rank > 0), else the values
+// (values_gap) and the one side computed, if any (its orthogonality).
 template <class T>
 void finish(benchmark::State& state, const ContiguousBatch<T>& data,
-            kwsvd::Job job = kwsvd::Job::values_and_vectors) {
-  if (job == kwsvd::Job::values_and_vectors) {
+            kwsvd::Job job = kwsvd::Job::values_and_vectors, int rank = 0) {
+  if (job == kwsvd::Job::values_and_vectors && rank > 0) {
+    kwsvd::bench::record_leading_accuracy(state, data, rank);
+  } else if (job == kwsvd::Job::values_and_vectors) {
     kwsvd::bench::record_accuracy(state, data);
   } else {
     kwsvd::bench::record_values_gap(state, data);
@@ -279,6 +286,12 @@ void run_kwsvd_point(benchmark::State& state, const Point& point) {
     // the batch's U and V after the timing.
     const bool full = suite_options.full_matrices;
     Kokkos::View<T*> full_u, full_v;
+    // --rank: the leading r columns a matrix, one matrix's after the other's.
+    const int rank = suite_options.rank > 0 ? std::min(suite_options.rank, std::min(m, n)) : 0;
+    if (rank > 0) {
+      U = kwsvd::bench::as_matrices(data.u.data(), batch, m, rank, m);
+      V = kwsvd::bench::as_matrices(data.v.data(), batch, n, rank, n);
+    }
     if (full) {
       full_u = Kokkos::View<T*>("full U", std::size_t(batch) * m * m);
       full_v = Kokkos::View<T*>("full V", std::size_t(batch) * n * n);
@@ -305,8 +318,8 @@ void run_kwsvd_point(benchmark::State& state, const Point& point) {
       if ((m >= n && left) || (m < n && right))
         state.counters["orth_full"] = kwsvd::bench::orthogonality_of(x, rows, rows);
     }
-  } else if (suite_options.full_matrices) {
-    state.SkipWithError("--full-matrices=1 times uniform points only");
+  } else if (suite_options.full_matrices || suite_options.rank > 0) {
+    state.SkipWithError("--full-matrices=1 and --rank time uniform points only");
     return;
   } else {
     kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), point.shapes, suite_options);
@@ -325,7 +338,9 @@ void run_kwsvd_point(benchmark::State& state, const Point& point) {
     state.counters["rounds"] = svd.rounds();
   }
   kwsvd::bench::record_convergence(state, info);
-  finish(state, data, job);
+  const int k = std::min(point.shapes[0].rows, point.shapes[0].cols);
+  finish(state, data, job,
+         suite_options.rank > 0 && suite_options.rank < k ? suite_options.rank : 0);
 }
 
 #ifdef KWSVD_HAVE_CUDA_BASELINES
@@ -421,17 +436,19 @@ void run_gesvda(benchmark::State& state, const Point& point) {
   std::vector<double> resid(std::size_t(batch), 0.0);
   Cusolver cs;
   int lwork = 0;
-  if (gesvda_buffer(cs.handle, m, n, data.a.data(), data.s.data(), data.u.data(), data.v.data(),
-                    &lwork, batch) != CUSOLVER_STATUS_SUCCESS) {
+  // Its rank: --rank's (the leading triplets, as kwsvd's), else all.
+  const int k = std::min(m, n), rank = suite_options.rank > 0 ? std::min(suite_options.rank, k) : k;
+  if (gesvda_buffer(cs.handle, m, n, rank, data.a.data(), data.s.data(), data.u.data(),
+                    data.v.data(), &lwork, batch) != CUSOLVER_STATUS_SUCCESS) {
     state.SkipWithError("gesvdaStridedBatched_bufferSize rejected this shape");
     return;
   }
   Kokkos::View<T*> work("work", std::size_t(std::max(lwork, 1)));
   timed_loop(state, [&]() {
-    return gesvda(cs.handle, m, n, data.a.data(), data.s.data(), data.u.data(), data.v.data(),
+    return gesvda(cs.handle, m, n, rank, data.a.data(), data.s.data(), data.u.data(), data.v.data(),
                   work.data(), lwork, info.data(), resid.data(), batch) == CUSOLVER_STATUS_SUCCESS;
   });
-  finish(state, data);
+  finish(state, data, kwsvd::Job::values_and_vectors, rank < k ? rank : 0);
   record_workspace(state, double(lwork) * sizeof(T));
 }
 #endif
@@ -547,6 +564,8 @@ int main(int argc, char** argv) {
                                            : kwsvd::Job::values_and_vectors;
     } else if (std::strncmp(argv[i], "--full-matrices=", 16) == 0) {
       suite_options.full_matrices = std::atoi(argv[i] + 16) != 0;
+    } else if (std::strncmp(argv[i], "--rank=", 7) == 0) {
+      suite_options.rank = std::atoi(argv[i] + 7);
     } else if (std::strncmp(argv[i], "--level-widths=", 15) == 0) {
       widths = argv[i] + 15;  // comma-separated, e.g. 32,16
       std::istringstream in(widths);
@@ -576,12 +595,12 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("kwsvd", config.str());
   benchmark::AddCustomContext("suite", suite);
   benchmark::AddCustomContext(
-      "kwsvd_options",
-      std::string("pair_svd=") + (suite_options.pair_svd ? "1" : "0") +
-          " level_widths=" + (widths.empty() ? "auto" : widths) +
-          " instances=" + std::to_string(suite_options.instances) + " job=" + job +
-          " full_matrices=" + (suite_options.full_matrices ? "1" : "0") +
-          " max_workspace_bytes=" + std::to_string(suite_options.max_workspace_bytes));
+      "kwsvd_options", std::string("pair_svd=") + (suite_options.pair_svd ? "1" : "0") +
+                           " level_widths=" + (widths.empty() ? "auto" : widths) +
+                           " instances=" + std::to_string(suite_options.instances) + " job=" + job +
+                           " full_matrices=" + (suite_options.full_matrices ? "1" : "0") +
+                           " rank=" + std::to_string(suite_options.rank) + " max_workspace_bytes=" +
+                           std::to_string(suite_options.max_workspace_bytes));
   benchmark::AddCustomContext("device", device_name());
   benchmark::AddCustomContext("execution_space", Kokkos::DefaultExecutionSpace::name());
   benchmark::AddCustomContext("nominal_flops", kwsvd::bench::nominal_flops_formula());

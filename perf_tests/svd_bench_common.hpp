@@ -244,6 +244,42 @@ void record_accuracy(benchmark::State& state, const ContiguousBatch<T>& data) {
   state.counters["orthV"] = orth_v;
 }
 
+/// The r leading triplets of a uniform batch whose U and V hold r columns a
+/// matrix, one matrix's after the other's (SvdOptions::rank,
+/// gesvdaStridedBatched's rank), S all k values or the leading r at a
+/// stride of k: counters residual = max sqrt(sum_l ||A v_l - sigma_l
+/// u_l||^2) / ||A||_F over the r triplets, orthU and orthV over the r
+/// columns, for the first four matrices, on the host in double.
+template <class T>
+void record_leading_accuracy(benchmark::State& state, const ContiguousBatch<T>& data, int r) {
+  double residual = 0, orth_u = 0, orth_v = 0;
+  const int m = data.m(), n = data.n();
+  for (int b = 0; b < data.batch() && b < 4; ++b) {
+    const auto a = host_part(data.a, data.a_offset[std::size_t(b)], std::size_t(m) * n);
+    const auto u = host_part(data.u, std::size_t(b) * m * r, std::size_t(m) * r);
+    const auto v = host_part(data.v, std::size_t(b) * n * r, std::size_t(n) * r);
+    const auto s = host_part(data.s, data.s_offset[std::size_t(b)], std::size_t(r));
+    double r2 = 0, a2 = 0;
+    for (std::size_t e = 0; e < a.extent(0); ++e)
+      a2 += double(a(e)) * double(a(e));
+    for (int l = 0; l < r; ++l)
+      for (int i = 0; i < m; ++i) {
+        double av = 0;
+        for (int j = 0; j < n; ++j)
+          av += double(a(i + std::size_t(m) * j)) * v(j + std::size_t(n) * l);
+        const double d = av - double(s(l)) * u(i + std::size_t(m) * l);
+        r2 += d * d;
+      }
+    residual = std::max(residual, a2 > 0 ? std::sqrt(r2 / a2) : std::sqrt(r2));
+    orth_u = std::max(orth_u, orthogonality_of(u, m, r));
+    orth_v = std::max(orth_v, orthogonality_of(v, n, r));
+  }
+  state.counters["residual"] = residual;
+  state.counters["orthU"] = orth_u;
+  state.counters["orthV"] = orth_v;
+  state.counters["rank"] = r;
+}
+
 /// Counter orthU (`left`) or orthV of a call that computed that side only,
 /// over the first four matrices, computed on the host in double.
 template <class T>

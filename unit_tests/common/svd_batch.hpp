@@ -25,12 +25,13 @@ struct BatchResult {
 };
 
 /// A call's outputs (S, U, V, info: Views the host can read) as column-major
-/// host vectors per matrix of m x n: all of U's and V's columns (k = min(m,
-/// n), or m and n for full vectors), none of an empty one.
+/// host vectors per matrix of m x n: all of S's values and U's and V's
+/// columns (k = min(m, n), or m and n for full vectors, or the leading r
+/// under SvdOptions::rank), none of an empty one.
 template <class T, class SView, class UView, class VView, class InfoView>
 BatchResult<T> batch_results(const SView& S, const UView& U, const VView& V, const InfoView& info,
                              int m, int n) {
-  const int batch = int(S.extent(0)), k = std::min(m, n);
+  const int batch = int(S.extent(0)), k = int(S.extent(1));
   const int u_cols = U.size() > 0 ? int(U.extent(2)) : 0,
             v_cols = V.size() > 0 ? int(V.extent(2)) : 0;
   BatchResult<T> r;
@@ -54,20 +55,23 @@ BatchResult<T> batch_results(const SView& S, const UView& U, const VView& V, con
 
 /// Copies mats (all m x n) to the device in Layout, runs
 /// call(A, S, U, V, info) with outputs shaped for `options` (U and V thin,
-/// or full under SvdOptions::full_matrices; empty where options.job does not
-/// compute them) and pre-filled with NaN (so an entry never written fails
-/// the checks), and brings the results back.
+/// or full under SvdOptions::full_matrices; S, U and V of the leading r
+/// under SvdOptions::rank, S of all k where `all_values`; U and V empty
+/// where options.job does not compute them) and pre-filled with NaN (so an
+/// entry never written fails the checks), and brings the results back.
 template <class T, class Layout, class Call>
 BatchResult<T> run_svd_batch(const std::vector<std::vector<T>>& mats, int m, int n,
-                             const Call& call, const kwsvd::SvdOptions& options = {}) {
+                             const Call& call, const kwsvd::SvdOptions& options = {},
+                             bool all_values = false) {
   const int batch = int(mats.size()), k = std::min(m, n);
+  const int r = int(kwsvd::Impl::output_rank(options, k));
   const bool left = kwsvd::job_writes_u(options.job), right = kwsvd::job_writes_v(options.job);
   auto A = to_device<T, Layout>(mats, m, n);
   Kokkos::View<T***, Layout> U("U", left ? batch : 0, left ? m : 0,
-                               left ? (options.full_matrices ? m : k) : 0);
+                               left ? (options.full_matrices ? m : r) : 0);
   Kokkos::View<T***, Layout> V("V", right ? batch : 0, right ? n : 0,
-                               right ? (options.full_matrices ? n : k) : 0);
-  Kokkos::View<T**, Layout> S("S", batch, k);
+                               right ? (options.full_matrices ? n : r) : 0);
+  Kokkos::View<T**, Layout> S("S", batch, all_values ? k : r);
   Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
   const T nan = std::numeric_limits<T>::quiet_NaN();
   fill(U, nan);
@@ -83,7 +87,7 @@ BatchResult<T> run_svd_batch(const std::vector<std::vector<T>>& mats, int m, int
 /// run_svd_batch through a kwsvd::BatchedSvd planned with `options`.
 template <class T, class Layout>
 BatchResult<T> run_batched_svd(const std::vector<std::vector<T>>& mats, int m, int n,
-                               const kwsvd::SvdOptions& options) {
+                               const kwsvd::SvdOptions& options, bool all_values = false) {
   return run_svd_batch<T, Layout>(
       mats, m, n,
       [&](const auto& A, const auto& S, const auto& U, const auto& V, const auto& info) {
@@ -91,7 +95,89 @@ BatchResult<T> run_batched_svd(const std::vector<std::vector<T>>& mats, int m, i
                                                                 long(mats.size()), m, n, options);
         svd.compute(A, S, U, V, info);
       },
-      options);
+      options, all_values);
+}
+
+/// A kwsvd::VariableBatchedSvd planned with `options` on mats (matrix b of
+/// shapes[b], column-major): through a list of Views in Layout, or where
+/// `pointers` through pointer arrays (column-major: Layout must be
+/// LayoutLeft). Outputs shaped for the options as run_svd_batch shapes them
+/// (S[b] of all k_b values where `all_values`), pre-filled with NaN; the
+/// results per matrix as column-major host vectors.
+template <class T, class Layout>
+BatchResult<T> run_variable_svd(const std::vector<kwsvd::MatrixShape>& shapes,
+                                const std::vector<std::vector<T>>& mats,
+                                const kwsvd::SvdOptions& options, bool pointers = false,
+                                bool all_values = false) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  using Matrix = Kokkos::View<T**, Layout>;
+  const bool left = kwsvd::job_writes_u(options.job), right = kwsvd::job_writes_v(options.job);
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  std::vector<Matrix> A, U, V;
+  std::vector<Kokkos::View<T*>> S;
+  for (std::size_t b = 0; b < shapes.size(); ++b) {
+    const int m = shapes[b].rows, n = shapes[b].cols, k = std::min(m, n);
+    const int r = int(kwsvd::Impl::output_rank(options, k));
+    A.push_back(Matrix("A", m, n));
+    auto h = Kokkos::create_mirror_view(A.back());
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i)
+        h(i, j) = mats[b][i + std::size_t(m) * j];
+    Kokkos::deep_copy(A.back(), h);
+    S.push_back(Kokkos::View<T*>("S", all_values ? k : r));
+    fill(S.back(), nan);
+    if (left) {
+      U.push_back(Matrix("U", m, options.full_matrices ? m : r));
+      fill(U.back(), nan);
+    }
+    if (right) {
+      V.push_back(Matrix("V", n, options.full_matrices ? n : r));
+      fill(V.back(), nan);
+    }
+  }
+  Kokkos::View<kwsvd::SvdInfo*> info("info", shapes.size());
+  kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), shapes, options);
+  if (!pointers) {
+    svd.compute(A, S, U, V, info);
+  } else {
+    std::vector<const T*> a;
+    std::vector<T*> s, u, v;
+    std::vector<int> lda, ldu, ldv;
+    for (std::size_t b = 0; b < shapes.size(); ++b) {
+      a.push_back(A[b].data());
+      s.push_back(S[b].data());
+      lda.push_back(std::max(1, int(A[b].stride(1))));
+      if (left) {
+        u.push_back(U[b].data());
+        ldu.push_back(std::max(1, int(U[b].stride(1))));
+      }
+      if (right) {
+        v.push_back(V[b].data());
+        ldv.push_back(std::max(1, int(V[b].stride(1))));
+      }
+    }
+    svd.compute(a.data(), lda.data(), s.data(), left ? u.data() : nullptr,
+                left ? ldu.data() : nullptr, right ? v.data() : nullptr,
+                right ? ldv.data() : nullptr, info.data());
+  }
+  BatchResult<T> r;
+  const auto host_columns = [](const Matrix& X) {
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), X);
+    std::vector<T> x;
+    for (std::size_t j = 0; j < h.extent(1); ++j)
+      for (std::size_t i = 0; i < h.extent(0); ++i)
+        x.push_back(h(i, j));
+    return x;
+  };
+  auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+  for (std::size_t b = 0; b < shapes.size(); ++b) {
+    auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S[b]);
+    r.s.emplace_back(hs.data(), hs.data() + hs.extent(0));
+    r.u.push_back(left ? host_columns(U[b]) : std::vector<T>{});
+    r.v.push_back(right ? host_columns(V[b]) : std::vector<T>{});
+    r.info.push_back(hi(b));
+  }
+  return r;
 }
 
 /// mats (all m x n) as the raw-pointer form reads them: one device array,

@@ -266,7 +266,6 @@ TYPED_TEST(FullMatrices, NonFiniteAndEmptyMatrices) {
 TYPED_TEST(FullMatrices, VariableBatchCompletesEveryMatrix) {
   using T = typename TestFixture::Scalar;
   using L = typename TestFixture::Layout;
-  using Matrix = Kokkos::View<T**, L>;
   const std::vector<kwsvd::MatrixShape> shapes = {{20, 12}, {12, 20}, {90, 40},  {40, 90},
                                                   {6, 0},   {33, 33}, {150, 70}, {2, 1}};
   std::vector<std::vector<T>> mats;
@@ -275,62 +274,7 @@ TYPED_TEST(FullMatrices, VariableBatchCompletesEveryMatrix) {
   const auto solve = [&](bool full, bool pointers) {
     kwsvd::SvdOptions options;
     options.full_matrices = full;
-    kwsvd::VariableBatchedSvd<Exec, T> svd(Exec(), shapes, options);
-    std::vector<Matrix> A, U, V;
-    std::vector<Kokkos::View<T*>> S;
-    for (std::size_t b = 0; b < shapes.size(); ++b) {
-      const int m = shapes[b].rows, n = shapes[b].cols, k = std::min(m, n);
-      A.push_back(Matrix("A", m, n));
-      auto h = Kokkos::create_mirror_view(A.back());
-      for (int j = 0; j < n; ++j)
-        for (int i = 0; i < m; ++i)
-          h(i, j) = mats[b][i + std::size_t(m) * j];
-      Kokkos::deep_copy(A.back(), h);
-      S.push_back(Kokkos::View<T*>("S", k));
-      U.push_back(Matrix("U", m, full ? m : k));
-      V.push_back(Matrix("V", n, full ? n : k));
-      kwsvd::test::fill(U.back(), std::numeric_limits<T>::quiet_NaN());
-      kwsvd::test::fill(V.back(), std::numeric_limits<T>::quiet_NaN());
-    }
-    Kokkos::View<kwsvd::SvdInfo*> info("info", shapes.size());
-    if (!pointers) {
-      svd.compute(A, S, U, V, info);
-    } else {
-      std::vector<const T*> a;
-      std::vector<T*> s, u, v;
-      std::vector<int> lda, ldu, ldv;
-      for (std::size_t b = 0; b < shapes.size(); ++b) {
-        a.push_back(A[b].data());
-        s.push_back(S[b].data());
-        u.push_back(U[b].data());
-        v.push_back(V[b].data());
-        lda.push_back(std::max(1, int(A[b].stride(1))));
-        ldu.push_back(std::max(1, int(U[b].stride(1))));
-        ldv.push_back(std::max(1, int(V[b].stride(1))));
-      }
-      svd.compute(a.data(), lda.data(), s.data(), u.data(), ldu.data(), v.data(), ldv.data(),
-                  info.data());
-    }
-    typename TestFixture::Result r;
-    for (std::size_t b = 0; b < shapes.size(); ++b) {
-      auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S[b]);
-      auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U[b]);
-      auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), V[b]);
-      std::vector<T> s(hs.data(), hs.data() + hs.extent(0)), u, v;
-      for (std::size_t j = 0; j < hu.extent(1); ++j)
-        for (std::size_t i = 0; i < hu.extent(0); ++i)
-          u.push_back(hu(i, j));
-      for (std::size_t j = 0; j < hv.extent(1); ++j)
-        for (std::size_t i = 0; i < hv.extent(0); ++i)
-          v.push_back(hv(i, j));
-      r.s.push_back(s);
-      r.u.push_back(u);
-      r.v.push_back(v);
-    }
-    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
-    for (std::size_t b = 0; b < shapes.size(); ++b)
-      r.info.push_back(hi(b));
-    return r;
+    return kwsvd::test::run_variable_svd<T, L>(shapes, mats, options, pointers);
   };
   const auto thin = solve(false, false);
   for (const bool pointers : {false, true}) {

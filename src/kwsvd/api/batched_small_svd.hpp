@@ -63,6 +63,7 @@ struct BatchedSmallSvdFunctor {
   std::ptrdiff_t a_batch_stride;
   Scalar* S;
   std::ptrdiff_t s_batch_stride, s_stride;
+  int s_count;                 // values per matrix (min(m, n), or SvdOptions::rank's)
   StridedMatrix<Scalar> U, V;  // matrix 0 of each (empty: not computed)
   std::ptrdiff_t u_batch_stride, v_batch_stride;
   SvdInfo* info;
@@ -81,7 +82,7 @@ struct BatchedSmallSvdFunctor {
     FlagVector flags(member.team_scratch(0), 2);
     StridedMatrix<const Scalar> a = A;
     a.data += b * a_batch_stride;
-    OneSidedJacobiOutput<Scalar> out{S + b * s_batch_stride, s_stride, U, V,
+    OneSidedJacobiOutput<Scalar> out{S + b * s_batch_stride, s_stride, s_count, U, V,
                                      info + b * info_stride};
     // A side not computed is null with a zero batch stride: it stays null.
     // (Offsets under a null test took 8 more registers.)
@@ -103,6 +104,7 @@ BatchedSmallSvdFunctor<ExecSpace, Scalar, RowsPerLane> with_rows_per_lane(
           f.S,
           f.s_batch_stride,
           f.s_stride,
+          f.s_count,
           f.U,
           f.V,
           f.u_batch_stride,
@@ -167,8 +169,9 @@ struct SlottedSmallSvdFunctor {
     one_sided_jacobi_team<RowsPerLane>(
         member, slot.a, shape,
         OneSidedJacobiScratch<Scalar>{W.data(), Vw.data(), d.data(), flags.data()},
-        OneSidedJacobiOutput<Scalar>{slot.s, slot.s_stride, slot.u, slot.v, slot.info}, tol,
-        max_sweeps);
+        OneSidedJacobiOutput<Scalar>{slot.s, slot.s_stride, slot.s_count, slot.u, slot.v,
+                                     slot.info},
+        tol, max_sweeps);
   }
 };
 
@@ -402,12 +405,11 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
   if (batch > std::size_t(1) << 30 || m > std::size_t(1) << 20 || n > std::size_t(1) << 20) {
     throw_invalid_argument(fn, "A", "is too large: extents " + format_extents({batch, m, n}));
   }
-  require_extents(fn, "S", {S.extent(0), S.extent(1)}, {batch, k},
-                  "(batch, min(m, n)) with batch, m, n taken from A");
+  require_svd_options<Scalar>(fn, options);
+  require_uniform_values(fn, options, S, batch, m, n);
   require_extents(fn, "info", {info.extent(0)}, {batch}, "(batch) with batch taken from A");
   if (job != Job::values)
-    require_uniform_vectors(fn, job, options.full_matrices, U, V, batch, m, n);
-  require_svd_options<Scalar>(fn, options);
+    require_uniform_vectors(fn, job, options, U, V, batch, m, n);
   require_disjoint_svd_storage(fn, A, S, U, V, info, job);
   if (batch == 0)
     return;
@@ -446,6 +448,7 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
       S.data(),
       std::ptrdiff_t(S.stride(0)),
       std::ptrdiff_t(S.stride(1)),
+      int(S.extent(1)),
       left ? matrix_of<Scalar>(U, 0) : StridedMatrix<Scalar>{},
       right ? matrix_of<Scalar>(V, 0) : StridedMatrix<Scalar>{},
       left ? std::ptrdiff_t(U.stride(0)) : 0,
@@ -473,7 +476,9 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
 /// (S, U, V and info must not share storage with A or with each other).
 /// S: (batch, k) with k = min(m, n), singular values in descending order.
 /// U: (batch, m, k) and V: (batch, n, k), orthonormal columns ((batch, m,
-/// m) and (batch, n, n) under options.full_matrices); under
+/// m) and (batch, n, n) under options.full_matrices; (batch, m, r) and
+/// (batch, n, r), S (batch, r) or (batch, k), under options.rank = r < k);
+/// under
 /// options.job = Job::values_and_left_vectors (right_vectors) V (U) is not
 /// computed and must be an empty View.
 /// info: (batch) kwsvd::SvdInfo: sweeps used, converged, non-finite input (a

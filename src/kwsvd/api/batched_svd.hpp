@@ -68,7 +68,9 @@ class BatchedSvd {
 
   /// A(b) = U(b) diag(S(b)) V(b)^T for every b. A: (batch, m, n), S: (batch,
   /// k), U: (batch, m, k), V: (batch, n, k), k = min(m, n) (U: (batch, m, m),
-  /// V: (batch, n, n) under SvdOptions::full_matrices), info: (batch) of
+  /// V: (batch, n, n) under SvdOptions::full_matrices; U: (batch, m, r), V:
+  /// (batch, n, r) and S (batch, r) or (batch, k) under SvdOptions::rank =
+  /// r < k), info: (batch) of
   /// kwsvd::SvdInfo; any layouts, memory the execution space can reach. A is
   /// left unchanged; S, U, V and info must not share storage with A or with
   /// each other (kwsvd::invalid_argument names the pair). Singular values
@@ -169,11 +171,10 @@ class BatchedSvd {
     const std::size_t k = m < n ? m : n;
     Impl::require_extents(fn, "A", {A.extent(0), A.extent(1), A.extent(2)}, {batch, m, n},
                           "(batch, m, n) as planned");
-    Impl::require_extents(fn, "S", {S.extent(0), S.extent(1)}, {batch, k},
-                          "(batch, min(m, n)) with batch, m, n taken from A");
+    Impl::require_uniform_values(fn, options_, S, batch, m, n);
     Impl::require_extents(fn, "info", {info.extent(0)}, {batch}, "(batch) with batch taken from A");
     if (job != Job::values)
-      Impl::require_uniform_vectors(fn, job, options_.full_matrices, U, V, batch, m, n);
+      Impl::require_uniform_vectors(fn, job, options_, U, V, batch, m, n);
     Impl::require_disjoint_svd_storage(fn, A, S, U, V, info, job);
     if (batch == 0)
       return;
@@ -228,7 +229,8 @@ void batched_svd(const ExecSpace& exec, const AView& A, const SView& S, const In
 /// elements) between consecutive matrices. A(b) is m x n at A + b strideA
 /// with leading dimension lda >= m; S(b) holds k = min(m, n) values at S + b
 /// strideS; U(b) is m x k (ldu >= m), V(b) n x k (ldv >= n), or m x m and
-/// n x n under options.full_matrices. A null U or V
+/// n x n under options.full_matrices; under options.rank = r < k, S(b)
+/// holds r values, U(b) is m x r and V(b) n x r. A null U or V
 /// is not computed: both null for values only, one of them for the other
 /// side's vectors only (Job::values_and_left_vectors or
 /// values_and_right_vectors, which options.job may also name; then the one
@@ -246,8 +248,11 @@ void batched_svd(const ExecSpace& exec, int batch, int m, int n, const Scalar* A
                                      std::to_string(m) + ", " + std::to_string(n));
   }
   const int k = m < n ? m : n;
-  // Columns of U and V: k, or m and n under options.full_matrices.
-  const int u_cols = options.full_matrices ? m : k, v_cols = options.full_matrices ? n : k;
+  // Values of S and columns of U and V: k, or r < k under options.rank, or
+  // m and n columns under options.full_matrices.
+  const int r = int(Impl::output_rank(options, k));
+  const int u_cols = options.full_matrices ? m : r, v_cols = options.full_matrices ? n : r;
+  const std::string r_name = r < k ? "options.rank" : "min(m, n)";
   const bool left = U != nullptr, right = V != nullptr;
   auto require = [&](bool ok, const char* arg, const std::string& what) {
     if (!ok)
@@ -259,8 +264,9 @@ void batched_svd(const ExecSpace& exec, int batch, int m, int n, const Scalar* A
   require(strideA >= (long long)lda * n, "strideA",
           "must be at least lda * n = " + std::to_string((long long)lda * n) +
               " (matrices must not overlap), got " + std::to_string(strideA));
-  require(strideS >= k, "strideS",
-          "must be at least min(m, n) = " + std::to_string(k) + ", got " + std::to_string(strideS));
+  require(strideS >= r, "strideS",
+          "must be at least " + r_name + " = " + std::to_string(r) + ", got " +
+              std::to_string(strideS));
   const bool any = batch > 0 && k > 0;
   require(!any || (A != nullptr && S != nullptr && info != nullptr), "A, S, info",
           "must not be null for a non-empty batch");
@@ -274,7 +280,7 @@ void batched_svd(const ExecSpace& exec, int batch, int m, int n, const Scalar* A
             "must be at least max(1, m) = " + std::to_string(mm) + ", got " + std::to_string(ldu));
     require(strideU >= (long long)ldu * u_cols, "strideU",
             std::string("must be at least ldu * ") +
-                (options.full_matrices ? "m (options.full_matrices)" : "min(m, n)") + " = " +
+                (options.full_matrices ? "m (options.full_matrices)" : r_name) + " = " +
                 std::to_string((long long)ldu * u_cols) + ", got " + std::to_string(strideU));
   }
   if (right) {
@@ -282,7 +288,7 @@ void batched_svd(const ExecSpace& exec, int batch, int m, int n, const Scalar* A
             "must be at least max(1, n) = " + std::to_string(nn) + ", got " + std::to_string(ldv));
     require(strideV >= (long long)ldv * v_cols, "strideV",
             std::string("must be at least ldv * ") +
-                (options.full_matrices ? "n (options.full_matrices)" : "min(m, n)") + " = " +
+                (options.full_matrices ? "n (options.full_matrices)" : r_name) + " = " +
                 std::to_string((long long)ldv * v_cols) + ", got " + std::to_string(strideV));
   }
   using Space = typename ExecSpace::memory_space;
@@ -294,7 +300,7 @@ void batched_svd(const ExecSpace& exec, int batch, int m, int n, const Scalar* A
   const std::size_t b = std::size_t(batch);
   ConstMatrices Av(A, Kokkos::LayoutStride(b, std::size_t(strideA), std::size_t(m), 1,
                                            std::size_t(n), std::size_t(lda)));
-  Values Sv(S, Kokkos::LayoutStride(b, std::size_t(strideS), std::size_t(k), 1));
+  Values Sv(S, Kokkos::LayoutStride(b, std::size_t(strideS), std::size_t(r), 1));
   Infos Iv(info, b);
   options.job = job;
   BatchedSvd<ExecSpace, Scalar> svd(exec, batch, m, n, options);

@@ -185,6 +185,24 @@ void require_svd_options(const char* function, const SvdOptions& options, double
         function, "options.instances",
         "must be 0 (automatic), 1 or 2, got " + std::to_string(options.instances));
   }
+  if (options.rank < 0) {
+    throw_invalid_argument(function, "options.rank",
+                           "must be 0 (all min(m, n) singular triplets) or a count of leading "
+                           "ones, got " +
+                               std::to_string(options.rank));
+  }
+  if (options.rank > 0 && !options.sort) {
+    throw_invalid_argument(function, "options.rank",
+                           "keeps the leading (largest) singular triplets, which needs "
+                           "options.sort = true; got rank " +
+                               std::to_string(options.rank) + " with sort = false");
+  }
+  if (options.rank > 0 && options.full_matrices) {
+    throw_invalid_argument(function, "options.rank",
+                           "asks for fewer vector columns than min(m, n), "
+                           "options.full_matrices for more: they exclude each other; got rank " +
+                               std::to_string(options.rank) + " with full_matrices = true");
+  }
   if (options.block_scratch_bytes < 0) {
     throw_invalid_argument(function, "options.block_scratch_bytes",
                            "must be 0 (the device's limit) or a byte count, got " +

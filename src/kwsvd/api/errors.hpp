@@ -85,14 +85,18 @@ void require_unwritten_output(const char* function, const char* argument, Job jo
 void require_vector_pointers(const char* function, Job job, bool u_given, bool v_given,
                              const char* u_argument, const char* v_argument);
 
-/// The vector outputs of a uniform batch's call with U and V under `job`:
-/// each side the job computes has the shape (batch, m | n, min(m, n)), or
-/// (batch, m, m) and (batch, n, n) under SvdOptions::full_matrices (`full`);
-/// the other is empty.
+/// The vector outputs of a uniform batch's call with U and V under
+/// `options` and `job`: each side the job computes has the shape (batch, m |
+/// n, r), r = output_rank(options, min(m, n)) (SvdOptions::rank), or (batch,
+/// m, m) and (batch, n, n) under SvdOptions::full_matrices; the other is
+/// empty.
 template <class UView, class VView>
-void require_uniform_vectors(const char* function, Job job, bool full, const UView& U,
-                             const VView& V, std::size_t batch, std::size_t m, std::size_t n) {
+void require_uniform_vectors(const char* function, Job job, const SvdOptions& options,
+                             const UView& U, const VView& V, std::size_t batch, std::size_t m,
+                             std::size_t n) {
   const std::size_t k = m < n ? m : n;
+  const std::size_t r = std::size_t(output_rank(options, long(k)));
+  const bool full = options.full_matrices;
   // One side: `name` of `rows` rows, named `extent` (m or n).
   const auto require_side = [&](const char* name, bool computed, const auto& X, std::size_t rows,
                                 const std::string& extent) {
@@ -103,12 +107,30 @@ void require_uniform_vectors(const char* function, Job job, bool full, const UVi
     const std::string expected =
         full ? "(batch, " + extent + ", " + extent + ") with batch, " + extent +
                    " taken from A (options.full_matrices)"
-             : "(batch, " + extent + ", min(m, n)) with batch, m, n taken from A";
+        : r < k ? "(batch, " + extent + ", " + std::to_string(r) + ") with batch, " + extent +
+                      " taken from A and " + std::to_string(r) + " = options.rank"
+                : "(batch, " + extent + ", min(m, n)) with batch, m, n taken from A";
     require_extents(function, name, {X.extent(0), X.extent(1), X.extent(2)},
-                    {batch, rows, full ? rows : k}, expected.c_str());
+                    {batch, rows, full ? rows : r}, expected.c_str());
   };
   require_side("U", job_writes_u(job), U, m, "m");
   require_side("V", job_writes_v(job), V, n, "n");
+}
+
+/// A uniform batch's S: (batch, k), k = min(m, n), or under SvdOptions::rank
+/// = r < k (batch, r) as well: values the call writes, S.extent(1).
+template <class SView>
+void require_uniform_values(const char* function, const SvdOptions& options, const SView& S,
+                            std::size_t batch, std::size_t m, std::size_t n) {
+  const std::size_t k = m < n ? m : n;
+  const std::size_t r = std::size_t(output_rank(options, long(k)));
+  if (r < k && S.extent(0) == batch && S.extent(1) == r)
+    return;
+  require_extents(function, "S", {S.extent(0), S.extent(1)}, {batch, k},
+                  r < k ? ("(batch, min(m, n)) or (batch, " + std::to_string(r) + ") with " +
+                           std::to_string(r) + " = options.rank, batch, m, n taken from A")
+                              .c_str()
+                        : "(batch, min(m, n)) with batch, m, n taken from A");
 }
 
 /// Throws unless tolerance is 0 (the default, 30 u) or in [2 u, 1) (2 u the

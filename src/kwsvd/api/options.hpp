@@ -92,6 +92,18 @@ struct SvdOptions {
   /// a QR per matrix: on an H100, double 32 x 16 x 10000 1.56 ms against 0.95
   /// thin (gesvdjBatched: 15.3), 500 x 16 x 1000 9.1 against 1.7.
   bool full_matrices = false;
+  /// Leading singular triplets the outputs hold (gesvdaStridedBatched's
+  /// rank; LAPACK gesvdx's range 'I' with il = 1, iu = rank): 0 (the default)
+  /// all k = min(m, n); r >= 1 the r largest values with their vectors, U m
+  /// x r and V n x r (all k where k <= r, so one rank serves a variable
+  /// batch: each matrix keeps min(r, k_b)). S holds those r values, or, in
+  /// the View forms, all k (every value, with the r leading vectors: what a
+  /// truncation leaves out). The SVD is still computed whole, so the values
+  /// and the columns written are the untruncated call's, to the bit; what
+  /// the rank saves is the outputs' memory and writes (1000 vectors of
+  /// 512 x 512 in double take 2 GB a side, their 16 leading columns 66 MB).
+  /// Needs sort (leading means largest) and excludes full_matrices.
+  int rank = 0;
   /// Vector lanes that orthogonalize one column pair (the W-cycle paper's
   /// alpha x warp, §IV-B-1): 0 selects them by lanes_rule; otherwise 1, 2,
   /// 4, 8, 16 or 32. Either way clamped to what the backend supports.
@@ -228,6 +240,13 @@ constexpr Job job_computing(bool u, bool v) {
          : u    ? Job::values_and_left_vectors
          : v    ? Job::values_and_right_vectors
                 : Job::values;
+}
+
+/// Columns of U and V, and values of S, that a call under `options` writes
+/// for a matrix of k = min(m, n) values (SvdOptions::rank): k, or min(rank,
+/// k).
+inline long output_rank(const SvdOptions& options, long k) {
+  return options.rank > 0 && options.rank < k ? long(options.rank) : k;
 }
 
 /// The tolerance a call runs with: the caller's, or 30 u when it is 0.

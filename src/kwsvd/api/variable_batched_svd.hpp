@@ -109,7 +109,9 @@ class VariableBatchedSvd {
 
   /// A[b] = U[b] diag(S[b]) V[b]^T for every b: A[b] a rank-2 View (m_b,
   /// n_b), S[b] rank-1 (k_b = min(m_b, n_b)), U[b] (m_b, k_b), V[b] (n_b,
-  /// k_b) ((m_b, m_b) and (n_b, n_b) under SvdOptions::full_matrices), info
+  /// k_b) ((m_b, m_b) and (n_b, n_b) under SvdOptions::full_matrices; (m_b,
+  /// r_b) and (n_b, r_b), S[b] (r_b) or (k_b), r_b = min(k_b, rank), under
+  /// SvdOptions::rank), info
   /// a rank-1 View (batch) of kwsvd::SvdInfo; any layouts, memory
   /// the execution space can reach. A is left unchanged; the outputs must
   /// not share storage with any A[b] or with each other. Under
@@ -144,23 +146,28 @@ class VariableBatchedSvd {
       Impl::require_unwritten_output(fn, "V", job, V.size());
     for (std::size_t b = 0; b < shapes_.size(); ++b) {
       const std::size_t m = std::size_t(shapes_[b].rows), n = std::size_t(shapes_[b].cols);
-      const std::size_t k = std::min(m, n);
+      // Columns: k_b, or r_b = min(k_b, options.rank), or rows (full).
+      const std::size_t r = std::size_t(Impl::output_rank(options_, long(std::min(m, n))));
       auto& slot = staged_[b];
       slot.u = slot.v = Impl::StridedMatrix<Scalar>{};
-      // One side of `rows` rows; its expected shape's names, full and thin,
-      // as literals (no message is built unless the check fails).
+      // One side of `rows` rows; its expected shape's names, full, ranked
+      // and thin, as literals (no message is built unless the check fails).
       const auto side = [&](const char* name, const auto& X, std::size_t rows, const char* full,
-                            const char* thin) {
+                            const char* ranked, const char* thin) {
         const bool f = options_.full_matrices;
-        require_extents_of(fn, name, b, {X.extent(0), X.extent(1)}, {rows, f ? rows : k},
-                           f ? full : thin);
+        require_extents_of(fn, name, b, {X.extent(0), X.extent(1)}, {rows, f ? rows : r},
+                           f                   ? full
+                           : options_.rank > 0 ? ranked
+                                               : thin);
         return view_matrix<Scalar>(X);
       };
       if (left)
         slot.u = side("U", U[b], m, "(m_b, m_b) of shapes[b] (options.full_matrices)",
+                      "(m_b, min(m_b, n_b, options.rank)) of shapes[b]",
                       "(m_b, min(m_b, n_b)) of shapes[b]");
       if (right)
         slot.v = side("V", V[b], n, "(n_b, n_b) of shapes[b] (options.full_matrices)",
+                      "(n_b, min(m_b, n_b, options.rank)) of shapes[b]",
                       "(n_b, min(m_b, n_b)) of shapes[b]");
     }
     launch(true);
@@ -180,9 +187,10 @@ class VariableBatchedSvd {
   /// m_b x n_b with lda[b] >= max(1, m_b); S[b] holds min(m_b, n_b) values;
   /// U[b] is m_b x k_b (ldu[b] >= max(1, m_b)) and V[b] n_b x k_b (ldv[b] >=
   /// max(1, n_b)), or m_b x m_b and n_b x n_b under
-  /// SvdOptions::full_matrices; U, ldu, V, ldv all null for values only, and U, ldu (V,
-  /// ldv) null where the handle's job does not compute U (V); info points
-  /// to size() SvdInfo in device-reachable memory.
+  /// SvdOptions::full_matrices; under SvdOptions::rank S[b] holds r_b =
+  /// min(k_b, rank) values, U[b] is m_b x r_b and V[b] n_b x r_b; U, ldu, V, ldv all null for
+  /// values only, and U, ldu (V, ldv) null where the handle's job does not compute U (V); info
+  /// points to size() SvdInfo in device-reachable memory.
   void compute(const Scalar* const* A, const int* lda, Scalar* const* S, Scalar* const* U,
                const int* ldu, Scalar* const* V, const int* ldv, SvdInfo* info) {
     constexpr const char* fn = "kwsvd::VariableBatchedSvd::compute";
@@ -209,8 +217,10 @@ class VariableBatchedSvd {
     // 2-core Debian host, more than the H200 took to solve them).
     const bool full = options_.full_matrices;
     for (std::size_t b = 0; b < batch; ++b) {
-      const int m = shapes_[b].rows, n = shapes_[b].cols, k = std::min(m, n);
-      const int u_cols = full ? m : k, v_cols = full ? n : k;
+      const int m = shapes_[b].rows, n = shapes_[b].cols;
+      // Values and columns: k_b, or its leading r_b (options.rank); full: m_b, n_b.
+      const int r = int(Impl::output_rank(options_, std::min(m, n)));
+      const int u_cols = full ? m : r, v_cols = full ? n : r;
       // Leading dimension `ld` of an array of `rows` rows (`extent` names them).
       const auto require_ld = [&](int ld, const char* name, int rows, const char* extent) {
         if (ld < std::max(1, rows))
@@ -229,11 +239,12 @@ class VariableBatchedSvd {
       };
       require_ld(lda[b], "lda", m, "m_b");
       if (A[b] == nullptr || S[b] == nullptr)
-        refuse_null(Impl::indexed_name("A", b) + ", " + Impl::indexed_name("S", b), k);
+        refuse_null(Impl::indexed_name("A", b) + ", " + Impl::indexed_name("S", b), r);
       auto& slot = staged_[b];
       slot.a = {A[b], m, n, 1, lda[b]};
       slot.s = S[b];
       slot.s_stride = 1;
+      slot.s_count = r;
       slot.info = info + b;
       slot.u = slot.v = Impl::StridedMatrix<Scalar>{};
       if (left) {
@@ -381,12 +392,18 @@ class VariableBatchedSvd {
       const std::size_t m = std::size_t(shapes_[b].rows), n = std::size_t(shapes_[b].cols);
       require_extents_of(fn, "A", b, {A[b].extent(0), A[b].extent(1)}, {m, n},
                          "(m_b, n_b) of shapes[b]");
-      require_extents_of(fn, "S", b, {S[b].extent(0)}, {std::min(m, n)},
-                         "(min(m_b, n_b)) of shapes[b]");
+      // S[b]: all k_b values, or under SvdOptions::rank the leading r_b.
+      const std::size_t k = std::min(m, n), r = std::size_t(Impl::output_rank(options_, long(k)));
+      if (r == k || S[b].extent(0) != r)
+        require_extents_of(fn, "S", b, {S[b].extent(0)}, {k},
+                           r == k
+                               ? "(min(m_b, n_b)) of shapes[b]"
+                               : "(min(m_b, n_b)) or (min(m_b, n_b, options.rank)) of shapes[b]");
       auto& slot = staged_[b];
       slot.a = view_matrix<const Scalar>(A[b]);
       slot.s = S[b].data();
       slot.s_stride = std::ptrdiff_t(S[b].stride(0));
+      slot.s_count = int(S[b].extent(0));
       slot.info = info.data() + std::ptrdiff_t(b) * std::ptrdiff_t(info.stride(0));
     }
   }
@@ -586,14 +603,13 @@ class VariableBatchedSvd {
     storage_.clear();
     for (std::size_t b = 0; b < staged_.size(); ++b) {
       const auto& slot = staged_[b];
-      const int k = std::min(slot.a.rows, slot.a.cols);
       const auto add = [&](int argument, bool output, const Impl::StorageRuns& runs) {
         storage_.push_back({runs, b, argument, output});
       };
       add(0, false,
           Impl::matrix_storage_runs(slot.a.data, slot.a.rows, slot.a.cols, slot.a.row_stride,
                                     slot.a.col_stride));
-      add(1, true, Impl::matrix_storage_runs(slot.s, k, 1, slot.s_stride, 1));
+      add(1, true, Impl::matrix_storage_runs(slot.s, slot.s_count, 1, slot.s_stride, 1));
       add(2, true,
           Impl::matrix_storage_runs(slot.u.data, slot.u.rows, slot.u.cols, slot.u.row_stride,
                                     slot.u.col_stride));

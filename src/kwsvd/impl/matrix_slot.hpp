@@ -18,9 +18,12 @@ namespace kwsvd::Impl {
 template <class Scalar>
 struct MatrixSlot {
   StridedMatrix<const Scalar> a;  ///< m x n input (left unchanged)
-  Scalar* s = nullptr;            ///< min(m, n) singular values
+  Scalar* s = nullptr;            ///< s_count singular values
   std::ptrdiff_t s_stride = 1;
-  StridedMatrix<Scalar> u, v;  ///< m x k and n x k (data null: not computed)
+  int s_count = 0;  ///< k = min(m, n), or the leading r < k of them (SvdOptions::rank)
+  /// m x k and n x k (data null: not computed); their leading r columns
+  /// under SvdOptions::rank, m x m and n x n under full_matrices.
+  StridedMatrix<Scalar> u, v;
   SvdInfo* info = nullptr;
 };
 
@@ -33,8 +36,9 @@ bool same_matrix(const StridedMatrix<T>& x, const StridedMatrix<T>& y) {
 }
 template <class Scalar>
 bool same_slot(const MatrixSlot<Scalar>& x, const MatrixSlot<Scalar>& y) {
-  return same_matrix(x.a, y.a) && x.s == y.s && x.s_stride == y.s_stride && same_matrix(x.u, y.u) &&
-         same_matrix(x.v, y.v) && x.info == y.info;
+  return same_matrix(x.a, y.a) && x.s == y.s && x.s_stride == y.s_stride &&
+         x.s_count == y.s_count && same_matrix(x.u, y.u) && same_matrix(x.v, y.v) &&
+         x.info == y.info;
 }
 
 /// Slots of a uniform batch: matrix b at a fixed batch stride from matrix 0.
@@ -104,6 +108,7 @@ UniformSlots<Scalar> uniform_slots(const AView& A, const SView& S, const UView& 
   s.first.a = matrix_of<const Scalar>(A, 0);
   s.first.s = S.data();
   s.first.s_stride = std::ptrdiff_t(S.stride(1));
+  s.first.s_count = int(S.extent(1));
   s.first.info = info.data();
   s.info_batch = std::ptrdiff_t(info.stride(0));
   s.a_batch = std::ptrdiff_t(A.stride(0));

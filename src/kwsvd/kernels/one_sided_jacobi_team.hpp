@@ -696,10 +696,13 @@ KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar*
 /// Results of one team's SVD, written to memory the caller owns.
 template <class Scalar>
 struct OneSidedJacobiOutput {
-  Scalar* S;  // min(m, n) values, stride s_stride
+  Scalar* S;  // s_count values, stride s_stride
   std::ptrdiff_t s_stride;
-  StridedMatrix<Scalar> U;  // m x k (ignored without vectors)
-  StridedMatrix<Scalar> V;  // n x k (ignored without vectors)
+  int s_count;  // min(m, n), or the leading r of them (SvdOptions::rank)
+  // m x k and n x k (ignored without vectors), or fewer columns under
+  // SvdOptions::rank (their leading ones), or more under full_matrices.
+  StridedMatrix<Scalar> U;
+  StridedMatrix<Scalar> V;
   SvdInfo* info;
 };
 
@@ -728,10 +731,9 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
       member, M, N, [&](const int r, const int c) { return shape.transposed ? A(c, r) : A(r, c); },
       W, ldw);
 
-  const int k = N;
   if (!(amax < scalar_limits<Scalar>::infinity())) {
     // Report and poison this matrix's outputs; the other teams are unaffected.
-    poison_values(member, out.S, k, out.s_stride);
+    poison_values(member, out.S, out.s_count, out.s_stride);
     poison_matrix(member, out.U);  // a side not asked for is empty: nothing to poison
     poison_matrix(member, out.V);
     write_info(member, out.info, 0, false, true);
@@ -766,7 +768,8 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
   member.team_barrier();
 
   // 4. sigma_c = ||w_c||; the output position of column c (descending, ties
-  //    by index, or unsorted: svd_output_before).
+  //    by index, or unsorted: svd_output_before). Outputs narrower than N
+  //    (SvdOptions::rank) take the positions they have.
   const Scalar unscale = Scalar(1) / scale;
   auto rank_of = [&](const int c) {
     int rank = 0;
@@ -775,7 +778,9 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
     return rank;
   };
   Kokkos::parallel_for(Kokkos::TeamVectorRange(member, N), [&](const int c) {
-    out.S[rank_of(c) * out.s_stride] = kmath::sqrt(d[c]) * unscale;
+    const int rank = rank_of(c);
+    if (rank < out.s_count)
+      out.S[rank * out.s_stride] = kmath::sqrt(d[c]) * unscale;
   });
 
   // W's columns become the work matrix's left vectors (A's U, or V when
@@ -853,10 +858,10 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
     // W holds U (or V when transposed), V holds V (or U), M x N and N x N.
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
       const int rank = rank_of(c);
-      if (write_long)
+      if (write_long && rank < long_side.cols)
         Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M),
                              [&](const int r) { long_side(r, rank) = W[r + ldw * c]; });
-      if (write_short)
+      if (write_short && rank < short_side.cols)
         Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N),
                              [&](const int r) { short_side(r, rank) = V[r + ldv * c]; });
     });

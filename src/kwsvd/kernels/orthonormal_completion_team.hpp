@@ -207,7 +207,9 @@ KOKKOS_INLINE_FUNCTION void complete_columns_by_reflectors(const Member& member,
 
 /// Makes columns r0 .. N - 1 of `left` (M x N, N <= M, whose columns 0 ..
 /// r0 - 1 are orthonormal) an orthonormal completion of the columns before
-/// them. Two uses: the working matrix's left vectors of zero singular values
+/// them (only those before left.cols: SvdOptions::rank's leading columns,
+/// each as the completion of all N would make it). Two uses: the working
+/// matrix's left vectors of zero singular values
 /// (exactly, or numerically: resolved_squared_norm), which the finishes
 /// leave zero, so that U stays orthonormal for a rank-deficient matrix (a
 /// zero or repeated column, a zero matrix), as LAPACK's gesvd keeps it; and
@@ -224,10 +226,14 @@ KOKKOS_INLINE_FUNCTION void complete_orthonormal_columns(const Member& member,
                                                          const StridedMatrix<Scalar>& left, int M,
                                                          int N, int r0, Scalar* work, Scalar* tau,
                                                          Scalar* gram = nullptr) {
+  // The way is chosen for all N columns, so that a `left` of fewer
+  // (SvdOptions::rank: the leading ones only) gets their bits; each column
+  // depends only on the ones before it.
+  const int end = N < left.cols ? N : left.cols;
   if (completes_by_reflectors(N, r0))
-    complete_columns_by_reflectors(member, left, M, N, r0, work, tau, gram);
+    complete_columns_by_reflectors(member, left, M, end, r0, work, tau, gram);
   else
-    complete_columns_by_gram_schmidt(member, left, M, N, r0, work);
+    complete_columns_by_gram_schmidt(member, left, M, end, r0, work);
 }
 
 }  // namespace kwsvd::Impl

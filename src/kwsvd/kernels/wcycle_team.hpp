@@ -159,14 +159,16 @@ template <class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void wcycle_finish_columns(
     const Member& member, const Scalar* W, std::size_t ldw, const Scalar* V, std::size_t ldv, int M,
     int N, int c0, int cols, const Scalar* norms, Scalar scale, bool transpose, bool nonfinite,
-    Scalar* S, std::ptrdiff_t s_stride, const StridedMatrix<Scalar>& U_out,
+    Scalar* S, std::ptrdiff_t s_stride, int s_count, const StridedMatrix<Scalar>& U_out,
     const StridedMatrix<Scalar>& V_out, bool sorted) {
-  // Outputs for A (m x n): U_out m x k, V_out n x k, k = min(m, n) = N; a
+  // Outputs for A (m x n): S of s_count values, U_out m x k, V_out n x k, k =
+  // min(m, n) = N, or fewer (SvdOptions::rank: the leading values and
+  // columns; a column ranked past an output's width is not written there); a
   // side the call does not compute is an empty matrix (null data), and V is
   // given (null otherwise) exactly where the right vectors are asked for.
   if (nonfinite) {  // the matrix's first chunk poisons all of its outputs (a rare path)
     if (c0 == 0) {
-      poison_values(member, S, N, s_stride);
+      poison_values(member, S, s_count, s_stride);
       poison_matrix(member, U_out);
       poison_matrix(member, V_out);
     }
@@ -186,13 +188,16 @@ KOKKOS_INLINE_FUNCTION void wcycle_finish_columns(
           acc += svd_output_before(norms[l], l, sc, c, sorted) ? 1 : 0;
         },
         rank);
-    Kokkos::single(Kokkos::PerThread(member), [&]() { S[rank * s_stride] = sc * unscale; });
-    if (write_left) {
+    Kokkos::single(Kokkos::PerThread(member), [&]() {
+      if (rank < s_count)
+        S[rank * s_stride] = sc * unscale;
+    });
+    if (write_left && rank < left.cols) {
       const Scalar inv = sc > Scalar(0) ? Scalar(1) / sc : Scalar(0);
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M),
                            [&](const int r) { left(r, rank) = W[r + ldw * c] * inv; });
     }
-    if (write_right)
+    if (write_right && rank < right.cols)
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N),
                            [&](const int r) { right(r, rank) = V[r + ldv * c]; });
   });

@@ -588,8 +588,8 @@ class WcycleLevelSolver {
           }
           wcycle_finish_columns(member, W + g.w_offset, std::size_t(g.rows), g.v_in(Vw),
                                 std::size_t(g.cols), g.rows, g.cols, ch.col, ch.cols, own.data(),
-                                scale[b], g.transpose != 0, bad, slot.s, slot.s_stride, slot.u,
-                                slot.v, sorted);
+                                scale[b], g.transpose != 0, bad, slot.s, slot.s_stride,
+                                slot.s_count, slot.u, slot.v, sorted);
           if (ch.col == 0)
             Kokkos::single(Kokkos::PerTeam(member), [&]() {
               slot.info->sweeps = sweeps[b];
@@ -623,12 +623,16 @@ class WcycleLevelSolver {
             const StridedMatrix<Scalar> left = g.transpose != 0 ? slot.v : slot.u;
             if (left.data == nullptr)  // the job does not compute them
               return;
-            int r0 = g.cols;  // the first zero value
+            // The first zero value among the columns written (all N, or the
+            // leading ones of SvdOptions::rank, whose values S holds).
+            int r0 = left.cols < g.cols ? left.cols : g.cols;
             while (r0 > 0 && slot.s[(r0 - 1) * slot.s_stride] == Scalar(0))
               --r0;
             // The zero values' columns first, as a thin call completes them,
-            // so that the first N columns are its bits; then a full side's.
-            if (r0 < g.cols)
+            // so that the first N columns are its bits (under a rank, those
+            // of them that are written: complete_orthonormal_columns); then
+            // a full side's.
+            if (r0 < g.cols && r0 < left.cols)
               complete_orthonormal_columns(member, left, g.rows, g.cols, r0, W + g.w_offset,
                                            norms + norms_offset[b]);
             if (left.cols > g.cols) {
