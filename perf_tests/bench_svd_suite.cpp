@@ -575,6 +575,10 @@ int main(int argc, char** argv) {
       args.push_back(argv[i]);
     }
   }
+  if (suite_options.rank > 0 && suite_options.job != kwsvd::Job::values_and_vectors) {
+    std::fprintf(stderr, "perf_svd_suite: --rank times calls with U and V (--job=vectors)\n");
+    return 1;
+  }
   int count = int(args.size());
   Kokkos::ScopeGuard kokkos(count, args.data());
   benchmark::Initialize(&count, args.data());
