@@ -93,9 +93,9 @@ TYPED_TEST_SUITE(Rank, Cases);
 // W-cycle's blocks at one level and at two, with each job; ranks of one
 // column, about half, all but one (a zero value's completed column among
 // the leading ones), all and more than all (every column: the thin call).
-// 60 x 8 at rank 7 completes one column of zero_every_fourth's two, and
-// 90 x 40 at rank 39 ten of 11, in the way chosen for all of them
-// (reflectors: by the columns written alone, Gram-Schmidt).
+// 60 x 8 at rank 7 completes one column of zero_every_fourth's two in the
+// way chosen for both (reflectors; by the one column written alone it would
+// be Gram-Schmidt, other bits).
 TYPED_TEST(Rank, LeadingTripletsAreTheWholeCallsToTheBit) {
   using T = typename TestFixture::Scalar;
   using L = typename TestFixture::Layout;
