@@ -204,6 +204,14 @@ double orthogonality_of(const X& x, int rows, int k) {
   return std::sqrt(o2);
 }
 
+/// The accuracy counters every SVD entry records: residual, orthU, orthV.
+inline void record_residual_and_orthogonality(benchmark::State& state, double residual,
+                                              double orth_u, double orth_v) {
+  state.counters["residual"] = residual;
+  state.counters["orthU"] = orth_u;
+  state.counters["orthV"] = orth_v;
+}
+
 /// Counters residual = max ||A - U S V^T||_F / ||A||_F, orthU = max ||U^T U
 /// - I||_F and orthV likewise, over the first four matrices (one when a check
 /// costs over ~1e9 flops), computed on the host in double.
@@ -239,9 +247,7 @@ void record_accuracy(benchmark::State& state, const ContiguousBatch<T>& data) {
     orth_u = std::max(orth_u, orthogonality_of(u, m, k));
     orth_v = std::max(orth_v, orthogonality_of(v, n, k));
   }
-  state.counters["residual"] = residual;
-  state.counters["orthU"] = orth_u;
-  state.counters["orthV"] = orth_v;
+  record_residual_and_orthogonality(state, residual, orth_u, orth_v);
 }
 
 /// The r leading triplets of a uniform batch whose U and V hold r columns a
@@ -274,9 +280,7 @@ void record_leading_accuracy(benchmark::State& state, const ContiguousBatch<T>& 
     orth_u = std::max(orth_u, orthogonality_of(u, m, r));
     orth_v = std::max(orth_v, orthogonality_of(v, n, r));
   }
-  state.counters["residual"] = residual;
-  state.counters["orthU"] = orth_u;
-  state.counters["orthV"] = orth_v;
+  record_residual_and_orthogonality(state, residual, orth_u, orth_v);
   state.counters["rank"] = r;
 }
 

@@ -239,6 +239,20 @@ void expect_accurate(const std::vector<std::vector<T>>& mats, int m, int n, cons
   }
 }
 
+/// The base of the typed SVD tests over ScalarLayoutCases: the case's
+/// scalar and layout, a batch's rank-3 View, a call's results and seed
+/// 002's bound of 30 u (u the scalar's unit roundoff).
+template <class C>
+class ScalarLayoutTest : public ::testing::Test {
+ public:
+  using Scalar = typename C::Scalar;
+  using Layout = typename C::Layout;
+  using Matrices = Kokkos::View<Scalar***, Layout>;
+  using Result = BatchResult<Scalar>;
+  static double unit_roundoff() { return std::numeric_limits<Scalar>::epsilon() / 2; }
+  static double bound() { return 30 * unit_roundoff(); }
+};
+
 /// The message of the kwsvd::invalid_argument that f() throws, or a note
 /// that none was thrown (which no expected message contains).
 template <class F>

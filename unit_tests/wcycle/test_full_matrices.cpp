@@ -30,14 +30,11 @@ using kwsvd::test::random_matrix;
 using Exec = Kokkos::DefaultExecutionSpace;
 
 template <class C>
-class FullMatrices : public ::testing::Test {
+class FullMatrices : public kwsvd::test::ScalarLayoutTest<C> {
  public:
-  using Scalar = typename C::Scalar;
-  using Layout = typename C::Layout;
-  using Matrices = Kokkos::View<Scalar***, Layout>;
-  static double bound() { return 30 * (std::numeric_limits<Scalar>::epsilon() / 2); }
-
-  using Result = kwsvd::test::BatchResult<Scalar>;
+  using typename kwsvd::test::ScalarLayoutTest<C>::Scalar;
+  using typename kwsvd::test::ScalarLayoutTest<C>::Result;
+  using kwsvd::test::ScalarLayoutTest<C>::bound;
 
   // full against thin (the same options but full_matrices): the same
   // values, info, short side and first k columns of the long side, to the

@@ -27,12 +27,10 @@ using kwsvd::test::random_matrix;
 using Exec = Kokkos::DefaultExecutionSpace;
 
 template <class C>
-class OneSidedJobs : public ::testing::Test {
+class OneSidedJobs : public kwsvd::test::ScalarLayoutTest<C> {
  public:
-  using Scalar = typename C::Scalar;
-  using Layout = typename C::Layout;
-  using Matrices = Kokkos::View<Scalar***, Layout>;
-  static double unit_roundoff() { return std::numeric_limits<Scalar>::epsilon() / 2; }
+  using typename kwsvd::test::ScalarLayoutTest<C>::Scalar;
+  using typename kwsvd::test::ScalarLayoutTest<C>::Layout;
 
   // One side's results of a call: S, the side's vectors (column-major, m x k
   // for U, n x k for V) and info, per matrix.
@@ -68,7 +66,7 @@ TYPED_TEST(OneSidedJobs, EachSideIsTheFullSvdsAndHoldsSingularVectors) {
       {40, 110, false, {}},
       {150, 120, false, {}},
       {120, 150, false, kwsvd::test::two_level_widths<T>()}};
-  const double bound = 30 * TestFixture::unit_roundoff();
+  const double bound = TestFixture::bound();
   for (const auto& c : cases) {
     kwsvd::SvdOptions options;
     options.level0 = c.level0;

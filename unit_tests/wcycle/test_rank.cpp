@@ -32,12 +32,10 @@ using kwsvd::test::random_matrix;
 using Exec = Kokkos::DefaultExecutionSpace;
 
 template <class C>
-class Rank : public ::testing::Test {
+class Rank : public kwsvd::test::ScalarLayoutTest<C> {
  public:
-  using Scalar = typename C::Scalar;
-  using Layout = typename C::Layout;
-  using Matrices = Kokkos::View<Scalar***, Layout>;
-  using Result = kwsvd::test::BatchResult<Scalar>;
+  using typename kwsvd::test::ScalarLayoutTest<C>::Scalar;
+  using typename kwsvd::test::ScalarLayoutTest<C>::Result;
 
   // The leading `count` of an m x k matrix's columns, column-major.
   static std::vector<Scalar> leading(const std::vector<Scalar>& x, int rows, int count) {
