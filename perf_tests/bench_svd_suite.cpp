@@ -1,7 +1,8 @@
 // perf_svd_suite: every SVD experiment class of the W-cycle paper (§V: Fig. 7,
 // Fig. 8(a)/(b), Table IV, Table VI; Table V is perf_tailored_gemm's
 // tailoring_plan) and of seed 002 (tiny batch 10000, square to 1000 at batch
-// 1000, tall n = 16; with them a mixed batch of small sizes, mixed_small), in
+// 1000, tall n = 16; with them a mixed batch of small sizes, mixed_small, and
+// tall_k, tall and wide with 64 or 100 columns at batch 100), in
 // double and float, with the baselines in the same
 // binary on the same data:
 //   kwsvd                   kwsvd::BatchedSvd (uniform) or the pointer-array
@@ -154,6 +155,12 @@ std::vector<Point> suite_points(const std::string& suite) {
       p.push_back(uniform_point("seed002_tall", m, 16, 1000));
     // Not seed 002's: its tiny sizes mixed in one batch, 1% of it 64 x 64.
     p.push_back(mixed_small_point(32, 100, 64, 10000));
+    // Not seed 002's either: tall and wide with more than 32 columns, batch
+    // 100, whose full long side (--full-matrices=1, numpy's default) the
+    // completion builds from blocks of reflectors.
+    for (auto [m, n] :
+         {std::pair{256, 64}, std::pair{500, 100}, std::pair{1000, 64}, std::pair{64, 256}})
+      p.push_back(uniform_point("tall_k", m, n, 100));
   }
   return p;
 }

@@ -74,9 +74,9 @@ TYPED_TEST_SUITE(FullMatrices, Cases);
 
 // Tall and wide through the level-0 kernel (few and many missing columns),
 // swept whole, and through the W-cycle's blocks at one level and at two,
-// with at most 32 columns (completed through the reflectors' Gram matrix)
-// and more, with each job, sorted or not (unsorted: zero values still
-// last, where their columns are completed before the full side's).
+// with at most 32 columns (completed by one block of reflectors through its
+// Gram matrix) and more (40: two blocks, 70: three), with each job, sorted or not (unsorted: zero
+// values still last, where their columns are completed before the full side's).
 TYPED_TEST(FullMatrices, ThinColumnsStayAndTheRestCompleteAnOrthonormalBasis) {
   using T = typename TestFixture::Scalar;
   const std::vector<kwsvd::test::ShapeCase> cases = {
@@ -85,7 +85,8 @@ TYPED_TEST(FullMatrices, ThinColumnsStayAndTheRestCompleteAnOrthonormalBasis) {
       {90, 40, false, {}},   {40, 90, false, {}},
       {130, 120, false, {}}, {100, 101, false, {}},
       {70, 40, true, {}},    {200, 24, false, {}},
-      {24, 200, false, {}},  {150, 120, false, kwsvd::test::two_level_widths<T>()}};
+      {24, 200, false, {}},  {150, 120, false, kwsvd::test::two_level_widths<T>()},
+      {160, 70, false, {}}};
   for (const auto& c : cases) {
     const auto mats = kwsvd::test::rank_deficient_batch<T>(c.m, c.n);
     for (const Job job :

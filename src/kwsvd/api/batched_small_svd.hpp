@@ -278,29 +278,34 @@ inline bool has_full_side(const SvdOptions& options, Job job, long m, long n) {
 /// Level-0 scratch bytes of one team of FullSideCompletionFunctor for an m
 /// x n matrix: the completion's workspace and reflector factors
 /// (complete_orthonormal_columns), never more than the level-0 kernel's W
-/// and norms for the same shape, and with `gram` the reflectors' Gram
-/// matrix where k = min(m, n) <= completion_gram_max_columns.
+/// and norms for the same shape, and with `gram` a block of the reflectors'
+/// Gram matrix (min(k, completion_gram_max_columns)^2 scalars, k = min(m,
+/// n)).
 template <class ExecSpace, class Scalar>
 std::size_t full_side_scratch_bytes(int m, int n, bool gram) {
   const int rows = m > n ? m : n, k = m < n ? m : n;
   return scratch_bytes_for<ExecSpace, Scalar>(completion_work_scalars(rows, rows, k)) +
          scratch_bytes_for<ExecSpace, Scalar>(std::size_t(k)) +
-         (gram && k <= completion_gram_max_columns
-              ? scratch_bytes_for<ExecSpace, Scalar>(std::size_t(k) * std::size_t(k))
-              : 0);
+         (gram ? scratch_bytes_for<ExecSpace, Scalar>(completion_gram_scalars(k)) : 0);
 }
 
 /// The scratch a FullSideCompletionFunctor launch over matrices of these
 /// shapes takes: with the reflectors' Gram matrices where that fits level-0
-/// scratch for all of them (`gram` set), else without.
+/// scratch for all of them (`gram` set), else without; `several_blocks`
+/// where some matrix completes from more than completion_gram_max_columns
+/// columns (the launch then takes the functor's instance that can).
 struct FullSideScratch {
   std::size_t bytes = 0;
   bool gram = false;
+  bool several_blocks = false;
 };
 template <class ExecSpace, class Scalar>
 FullSideScratch plan_full_side_scratch(const std::vector<MatrixShape>& shapes) {
-  FullSideScratch with{0, true}, without{0, false};
+  FullSideScratch with{0, true, false}, without{0, false, false};
   for (const auto& s : shapes) {
+    const bool several = std::min(s.rows, s.cols) > completion_gram_max_columns;
+    with.several_blocks = with.several_blocks || several;
+    without.several_blocks = without.several_blocks || several;
     with.bytes =
         std::max(with.bytes, full_side_scratch_bytes<ExecSpace, Scalar>(s.rows, s.cols, true));
     without.bytes =
@@ -316,8 +321,9 @@ FullSideScratch plan_full_side_scratch(const std::vector<MatrixShape>& shapes) {
 /// matrix, its workspace in scratch (with the reflectors' Gram matrix where
 /// `gram`). Matrices without such a side, or with non-finite input (already
 /// NaN throughout), are left alone; an empty matrix (k = 0) gets the
-/// identity.
-template <class ExecSpace, class Scalar, class Slots>
+/// identity. `SeveralBlocks`: compiled for k > completion_gram_max_columns
+/// (complete_orthonormal_columns).
+template <class ExecSpace, class Scalar, class Slots, bool SeveralBlocks>
 struct FullSideCompletionFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using ScratchVector = TeamScratch<ExecSpace, Scalar>;
@@ -330,12 +336,11 @@ struct FullSideCompletionFunctor {
     const StridedMatrix<Scalar> side = slot.a.rows < slot.a.cols ? slot.v : slot.u;
     if (side.data == nullptr || side.cols <= k || slot.info->nonfinite_input != 0)
       return;
-    const bool with_gram = gram && k <= completion_gram_max_columns;
     ScratchVector work(member.team_scratch(0), completion_work_scalars(side.rows, side.cols, k));
     ScratchVector tau(member.team_scratch(0), std::size_t(k));
-    ScratchVector g(member.team_scratch(0), with_gram ? std::size_t(k) * std::size_t(k) : 0);
-    complete_orthonormal_columns(member, side, side.rows, side.cols, k, work.data(), tau.data(),
-                                 with_gram ? g.data() : nullptr);
+    ScratchVector g(member.team_scratch(0), gram ? completion_gram_scalars(k) : 0);
+    complete_orthonormal_columns<SeveralBlocks>(member, side, side.rows, side.cols, k, work.data(),
+                                                tau.data(), gram ? g.data() : nullptr);
   }
 };
 
@@ -349,8 +354,14 @@ void launch_full_side_completion(const ExecSpace& exec, const Slots& slots, int 
   const int lanes = std::min(8, vector_length_max<ExecSpace>());
   Kokkos::TeamPolicy<ExecSpace> policy(exec, count, Kokkos::AUTO, lanes);
   policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch.bytes)));
-  Kokkos::parallel_for("kwsvd::complete_full_side", policy,
-                       FullSideCompletionFunctor<ExecSpace, Scalar, Slots>{slots, scratch.gram});
+  if (scratch.several_blocks)
+    Kokkos::parallel_for(
+        "kwsvd::complete_full_side", policy,
+        FullSideCompletionFunctor<ExecSpace, Scalar, Slots, true>{slots, scratch.gram});
+  else
+    Kokkos::parallel_for(
+        "kwsvd::complete_full_side", policy,
+        FullSideCompletionFunctor<ExecSpace, Scalar, Slots, false>{slots, scratch.gram});
 }
 
 /// SvdOptions::full_matrices for a uniform batch (rank-3 Views) whose thin

@@ -14,9 +14,16 @@
 
 namespace kwsvd::Impl {
 
-/// Most kept columns whose reflectors' Gram matrix complete_orthonormal_columns
-/// uses (a column's coefficients live in a local array of this size).
+/// Reflectors per block whose Gram matrix complete_orthonormal_columns uses
+/// (a column's coefficients for a block live in a local array of this size).
 constexpr int completion_gram_max_columns = 32;
+
+/// Scalars of complete_orthonormal_columns's `gram` for r0 kept columns: a
+/// block of at most completion_gram_max_columns reflectors' Gram matrix.
+KOKKOS_INLINE_FUNCTION constexpr std::size_t completion_gram_scalars(int r0) {
+  const int block = r0 < completion_gram_max_columns ? r0 : completion_gram_max_columns;
+  return std::size_t(block) * std::size_t(block);
+}
 
 /// Whether complete_orthonormal_columns completes columns r0 .. N - 1 by
 /// reflectors (else by Gram-Schmidt).
@@ -110,6 +117,110 @@ KOKKOS_INLINE_FUNCTION void complete_columns_by_gram_schmidt(const Member& membe
   }
 }
 
+/// Per-lane partial sums of up to completion_gram_max_columns dot products,
+/// reduced over a thread's vector lanes in one reduction (its += is the
+/// join, its value-initialization the identity).
+template <class Scalar>
+struct CompletionDots {
+  Scalar value[completion_gram_max_columns];
+  KOKKOS_INLINE_FUNCTION CompletionDots& operator+=(const CompletionDots& other) {
+    for (int k = 0; k < completion_gram_max_columns; ++k)
+      value[k] += other.value[k];
+    return *this;
+  }
+};
+
+/// Columns r0 .. N - 1 of `left` times the block of reflectors H_b0 ...
+/// H_{b1 - 1} of K (M x r0, v_k zero above row k) and tau: y becomes y -
+/// sum_l c_l v_l with, from l = b1 - 1 down, c_k = tau_k (v_k^T y - sum_{k <
+/// l < b1} (v_k^T v_l) c_l), from the block's Gram matrix (LAPACK dlarft's T
+/// in another form; `gram`, at most completion_gram_max_columns^2 scalars),
+/// the coefficients in a local array and one pass over the column, each
+/// entry summed in a register and written once. `First`: the block applied
+/// first (b1 = r0), which meets y = e_j (j >= r0 > k), so v_k^T y = v_k(j)
+/// and the column is written whole. A later block takes v_k^T y in one pass
+/// over the column, all of its dots reduced over the lanes at once; y is zero
+/// above row b1 (each v_l, l >= b1, is), so the dots start there.
+template <bool First, class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void apply_reflector_block(const Member& member,
+                                                  const StridedMatrix<Scalar>& left, int M, int N,
+                                                  int r0, const Scalar* K, const Scalar* tau,
+                                                  Scalar* gram, int b0, int b1) {
+  const int nb = b1 - b0;
+  const auto k_at = [&](int r, int c) { return K[r + std::size_t(M) * c]; };
+  const auto g_at = [&](int k, int l) -> Scalar& { return gram[k + std::size_t(nb) * l]; };
+  for_each_lane_sum<Scalar>(
+      member, nb * nb, M - b0,
+      [&](const int p, const int i) {
+        const int k = p % nb, l = p / nb, r = b0 + i;
+        return i >= (k > l ? k : l) ? k_at(r, b0 + k) * k_at(r, b0 + l) : Scalar(0);
+      },
+      [&](const int p, const Scalar dot) { g_at(p % nb, p / nb) = dot; });
+  member.team_barrier();
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, r0, N), [&](const int j) {
+    Scalar c[completion_gram_max_columns];  // v_k^T y, then the coefficients, in place
+    if constexpr (First) {
+      for (int k = 0; k < nb; ++k)
+        c[k] = k_at(j, b0 + k);
+    } else {
+      CompletionDots<Scalar> dots;
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(member, b1, M),
+          [&](const int r, CompletionDots<Scalar>& acc) {
+            const Scalar y = left(r, j);
+            for (int k = 0; k < nb; ++k)
+              acc.value[k] += k_at(r, b0 + k) * y;
+          },
+          dots);
+      for (int k = 0; k < nb; ++k)
+        c[k] = dots.value[k];
+    }
+    for (int k = nb - 1; k >= 0; --k) {
+      Scalar x = c[k];
+      for (int l = k + 1; l < nb; ++l)
+        x -= g_at(k, l) * c[l];
+      c[k] = tau[b0 + k] * x;
+    }
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, First ? 0 : b0, M), [&](const int r) {
+      Scalar x = First ? (r == j ? Scalar(1) : Scalar(0)) : left(r, j);
+      const int last = r - b0 < nb - 1 ? r - b0 : nb - 1;  // v_l = 0 above l
+      for (int l = 0; l <= last; ++l)
+        x -= c[l] * k_at(r, b0 + l);
+      left(r, j) = x;
+    });
+  });
+}
+
+/// Columns r0 .. N - 1 of `left` become Q e_j, Q = H_0 ... H_{r0 - 1} the
+/// reflectors in K and tau (complete_columns_by_reflectors), applied in
+/// blocks of completion_gram_max_columns, the last block first
+/// (apply_reflector_block), instead of a reduction and a read-modify-write
+/// pass of the column per reflector (full U of 500 x 16 double x 1000 on an
+/// H100: 61.6 ms by reflectors applied in turn, the thin SVD 1.7 ms; 1000 x
+/// 64 x 100: 257 ms in turn, 72 ms by blocks). With r0 <=
+/// completion_gram_max_columns this is the one block applied to e_j, and
+/// only `SeveralBlocks` compiles the later blocks, whose dots' lane reduction
+/// takes registers that the one-block shapes pay for in occupancy (full U of
+/// 100 x 16 double x 1000 after the level-0 kernel, H100: 0.60 ms without
+/// it compiled in, 0.76 with).
+template <bool SeveralBlocks, class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void apply_reflector_blocks_to_unit_vectors(
+    const Member& member, const StridedMatrix<Scalar>& left, int M, int N, int r0, const Scalar* K,
+    const Scalar* tau, Scalar* gram) {
+  constexpr int block = completion_gram_max_columns;
+  const int first_b0 = SeveralBlocks && r0 > block ? r0 - block : 0;
+  // With no kept columns (r0 = 0) the block is empty and Q e_j = e_j.
+  apply_reflector_block<true>(member, left, M, N, r0, K, tau, gram, first_b0, r0);
+  if constexpr (SeveralBlocks) {
+    for (int b1 = first_b0; b1 > 0;) {
+      const int b0 = b1 > block ? b1 - block : 0;
+      member.team_barrier();  // this block's Gram matrix takes `gram`
+      apply_reflector_block<false>(member, left, M, N, r0, K, tau, gram, b0, b1);
+      b1 = b0;
+    }
+  }
+}
+
 /// The completion by reflectors, for many columns
 /// (complete_orthonormal_columns): the Householder QR of the kept columns K = left(:, 0 .. r0 - 1)
 /// = Q R gives Q, whose columns r0 .. N - 1 are orthonormal and orthogonal to K's span; column j of
@@ -117,9 +228,11 @@ KOKKOS_INLINE_FUNCTION void complete_columns_by_gram_schmidt(const Member& membe
 /// team thread. `K`: M r0 scalars (the reflectors), `tau`: r0 (their factors).
 /// O(M r0^2) for the QR, one reflector at a time, and O(M r0) per column:
 /// nothing for a zero matrix (Q = I), and no sequence of dependent columns.
-/// `gram`: r0^2 scalars for the reflectors' Gram matrix, which makes the
-/// columns cheaper where r0 <= completion_gram_max_columns, or null.
-template <class Member, class Scalar>
+/// `gram`: completion_gram_max_columns^2 scalars for a block of reflectors'
+/// Gram matrix, which makes the columns cheaper
+/// (apply_reflector_blocks_to_unit_vectors; without `SeveralBlocks` only
+/// where r0 <= completion_gram_max_columns), or null.
+template <bool SeveralBlocks, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void complete_columns_by_reflectors(const Member& member,
                                                            const StridedMatrix<Scalar>& left, int M,
                                                            int N, int r0, Scalar* K, Scalar* tau,
@@ -155,40 +268,8 @@ KOKKOS_INLINE_FUNCTION void complete_columns_by_reflectors(const Member& member,
     });
     member.team_barrier();
   }
-  if (gram != nullptr && r0 <= completion_gram_max_columns) {
-    // Q e_j = e_j - sum_l c_l v_l, where applying H_k to e_j - sum_{l > k}
-    // c_l v_l gives c_k = tau_k (v_k(j) - sum_{l > k} (v_k^T v_l) c_l): with
-    // the reflectors' Gram matrix (LAPACK dlarft's T in another form) each
-    // column costs r0^2 / 2 scalar steps and one pass over its rows, each
-    // row's entry summed in a register and written once, instead of a
-    // reduction and a read-modify-write pass of the column per reflector
-    // (full U of 500 x 16 double x 1000 on an H100: 61.6 ms by reflectors
-    // applied in turn, the thin SVD 1.7 ms).
-    const auto g_at = [&](int k, int l) -> Scalar& { return gram[k + std::size_t(r0) * l]; };
-    for_each_lane_sum<Scalar>(
-        member, r0 * r0, M,
-        [&](const int p, const int r) {
-          const int k = p % r0, l = p / r0;
-          return r >= (k > l ? k : l) ? k_at(r, k) * k_at(r, l) : Scalar(0);
-        },
-        [&](const int p, const Scalar dot) { g_at(p % r0, p / r0) = dot; });
-    member.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, r0, N), [&](const int j) {
-      Scalar c[completion_gram_max_columns];
-      for (int k = r0 - 1; k >= 0; --k) {
-        Scalar x = k_at(j, k);
-        for (int l = k + 1; l < r0; ++l)
-          x -= g_at(k, l) * c[l];
-        c[k] = tau[k] * x;
-      }
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M), [&](const int r) {
-        Scalar x = r == j ? Scalar(1) : Scalar(0);
-        const int last = r < r0 - 1 ? r : r0 - 1;  // v_l is zero above row l
-        for (int l = 0; l <= last; ++l)
-          x -= c[l] * k_at(r, l);
-        left(r, j) = x;
-      });
-    });
+  if (gram != nullptr && (SeveralBlocks || r0 <= completion_gram_max_columns)) {
+    apply_reflector_blocks_to_unit_vectors<SeveralBlocks>(member, left, M, N, r0, K, tau, gram);
     return;
   }
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, r0, N), [&](const int j) {
@@ -219,9 +300,11 @@ KOKKOS_INLINE_FUNCTION void complete_columns_by_reflectors(const Member& member,
 /// the kept columns) by reflectors, all at once: a 1024^2 zero matrix took
 /// 3.2 s on an H100 by Gram-Schmidt alone. `work`: M r0 scalars for the
 /// reflectors, M + N for Gram-Schmidt (completion_work_scalars); `tau`: r0;
-/// `gram`: r0^2 scalars or null (complete_columns_by_reflectors).
-/// Collective over the team.
-template <class Member, class Scalar>
+/// `gram`: completion_gram_max_columns^2 scalars or null
+/// (complete_columns_by_reflectors; `SeveralBlocks` false: used only where
+/// r0 <= completion_gram_max_columns, for kernels that never complete from
+/// more kept columns). Collective over the team.
+template <bool SeveralBlocks = true, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void complete_orthonormal_columns(const Member& member,
                                                          const StridedMatrix<Scalar>& left, int M,
                                                          int N, int r0, Scalar* work, Scalar* tau,
@@ -231,7 +314,7 @@ KOKKOS_INLINE_FUNCTION void complete_orthonormal_columns(const Member& member,
   // depends only on the ones before it.
   const int end = N < left.cols ? N : left.cols;
   if (completes_by_reflectors(N, r0))
-    complete_columns_by_reflectors(member, left, M, end, r0, work, tau, gram);
+    complete_columns_by_reflectors<SeveralBlocks>(member, left, M, end, r0, work, tau, gram);
   else
     complete_columns_by_gram_schmidt(member, left, M, end, r0, work);
 }

@@ -605,9 +605,9 @@ class WcycleLevelSolver {
     // by a team per matrix that has such columns; the others return at once.
     // The finished working matrix is the team's workspace, the matrix's
     // column norms (read by the finish) its reflector factors. Under
-    // full_matrices a team has scratch for the reflectors' Gram matrix
-    // (complete_columns_by_reflectors), used for the full side's columns of
-    // matrices of at most completion_gram_max_columns columns.
+    // full_matrices a team has scratch for a block of reflectors' Gram
+    // matrix (complete_columns_by_reflectors), used for the full side's
+    // columns.
     Policy complete(exec, batch_, Kokkos::AUTO, lanes);
     const int gram_max = options_.full_matrices ? completion_gram_max_columns : 0;
     complete.set_scratch_size(
@@ -639,8 +639,7 @@ class WcycleLevelSolver {
               member.team_barrier();
               ScratchVector gram(member.team_scratch(0), std::size_t(gram_max) * gram_max);
               complete_orthonormal_columns(member, left, g.rows, left.cols, g.cols, W + g.w_offset,
-                                           norms + norms_offset[b],
-                                           g.cols <= gram_max ? gram.data() : nullptr);
+                                           norms + norms_offset[b], gram.data());
             }
           });
   }
