@@ -303,14 +303,14 @@ template <class ExecSpace, class Scalar>
 FullSideScratch plan_full_side_scratch(const std::vector<MatrixShape>& shapes) {
   FullSideScratch with{0, true, false}, without{0, false, false};
   for (const auto& s : shapes) {
-    const bool several = std::min(s.rows, s.cols) > completion_gram_max_columns;
-    with.several_blocks = with.several_blocks || several;
-    without.several_blocks = without.several_blocks || several;
+    with.several_blocks =
+        with.several_blocks || std::min(s.rows, s.cols) > completion_gram_max_columns;
     with.bytes =
         std::max(with.bytes, full_side_scratch_bytes<ExecSpace, Scalar>(s.rows, s.cols, true));
     without.bytes =
         std::max(without.bytes, full_side_scratch_bytes<ExecSpace, Scalar>(s.rows, s.cols, false));
   }
+  without.several_blocks = with.several_blocks;
   return with.bytes <= std::size_t(team_scratch_bytes_max<ExecSpace>()) ? with : without;
 }
 
