@@ -258,14 +258,106 @@ TYPED_TEST(FullMatrices, NonFiniteAndEmptyMatrices) {
   }
 }
 
+// The completion by reflectors spread over teams (the W-cycle's full sides:
+// prepare_reflector_completion by one team, then
+// complete_columns_from_reflectors on tiles of columns) against the one-team
+// completion (complete_orthonormal_columns), in three launches of one
+// functor: Phase 0 the one-team completion, 1 the preparation, 2 the tiles.
+template <class Scalar, int Phase>
+struct SpreadCompletion {
+  using Member = Kokkos::TeamPolicy<Exec>::member_type;
+  using Scratch = kwsvd::Impl::TeamScratch<Exec, Scalar>;
+  static constexpr std::size_t gram_scalars = std::size_t(kwsvd::Impl::completion_gram_max_columns *
+                                                          kwsvd::Impl::completion_gram_max_columns);
+  Kokkos::View<Scalar**, Kokkos::LayoutLeft> left;
+  Kokkos::View<Scalar*> K, tau, grams;
+  int r0 = 0, tile = 1;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const int M = int(left.extent(0)), N = int(left.extent(1));
+    const kwsvd::Impl::StridedMatrix<Scalar> x{left.data(), M, N, 1,
+                                               std::ptrdiff_t(left.stride(1))};
+    Scratch gram(member.team_scratch(0), gram_scalars);
+    if constexpr (Phase == 0) {
+      kwsvd::Impl::complete_orthonormal_columns(member, x, M, N, r0, K.data(), tau.data(),
+                                                gram.data());
+    } else if constexpr (Phase == 1) {
+      kwsvd::Impl::prepare_reflector_completion(member, x, M, r0, K.data(), tau.data(),
+                                                grams.data());
+    } else {
+      const int j0 = r0 + member.league_rank() * tile;
+      kwsvd::Impl::complete_columns_from_reflectors<true>(
+          member, x, M, j0, j0 + tile < N ? j0 + tile : N, r0, K.data(), tau.data(), grams.data(),
+          gram.data());
+    }
+  }
+
+  void launch(int teams) const {
+    Kokkos::TeamPolicy<Exec> policy(teams, Kokkos::AUTO,
+                                    std::min(8, kwsvd::Impl::vector_length_max<Exec>()));
+    policy.set_scratch_size(0, Kokkos::PerTeam(int(Scratch::shmem_size(gram_scalars))));
+    Kokkos::parallel_for("spread_completion", policy, *this);
+    Kokkos::fence();
+  }
+};
+
+// Spread over tiles of any width, every column gets the one-team
+// completion's bits: with one block of reflectors, with two, and with three
+// (a partial one last); the columns completed are orthonormal.
+template <class T>
+void expect_spread_completion_matches_one_team() {
+  using Matrix = Kokkos::View<T**, Kokkos::LayoutLeft>;
+  for (const auto& [M, r0] :
+       {std::pair<int, int>{40, 20}, std::pair<int, int>{90, 40}, std::pair<int, int>{160, 70}}) {
+    const auto a = random_matrix<T>(M, M, 7u + unsigned(r0));
+    const auto start = [&]() {
+      Matrix x("left", M, M);
+      auto h = Kokkos::create_mirror_view(x);
+      for (int j = 0; j < r0; ++j)
+        for (int i = 0; i < M; ++i)
+          h(i, j) = a[i + std::size_t(M) * j];
+      Kokkos::deep_copy(x, h);
+      return x;
+    };
+    const Kokkos::View<T*> K("K", std::size_t(M) * r0), tau("tau", r0),
+        grams("grams", kwsvd::Impl::completion_block_grams_scalars(r0));
+    SpreadCompletion<T, 0> one_team{start(), K, tau, grams, r0, 1};
+    one_team.launch(1);
+    const auto expected = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), one_team.left);
+    for (const int tile : {1, 7, 32}) {
+      const Matrix x = start();
+      SpreadCompletion<T, 1>{x, K, tau, grams, r0, tile}.launch(1);
+      SpreadCompletion<T, 2>{x, K, tau, grams, r0, tile}.launch((M - r0 + tile - 1) / tile);
+      const auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x);
+      std::vector<T> completed;
+      for (int j = r0; j < M; ++j)
+        for (int i = 0; i < M; ++i) {
+          ASSERT_EQ(got(i, j), expected(i, j))
+              << M << " x " << r0 << " tile " << tile << " at (" << i << ", " << j << ")";
+          completed.push_back(got(i, j));
+        }
+      EXPECT_LT(kwsvd::test::orthogonality_error(completed, M, M - r0),
+                30 * std::numeric_limits<T>::epsilon())
+          << M << " x " << r0;
+    }
+  }
+}
+
+TEST(FullSideCompletion, SpreadOverTeamsGivesTheOneTeamBits) {
+  expect_spread_completion_matches_one_team<float>();
+  expect_spread_completion_matches_one_team<double>();
+}
+
 // A variable batch of level-0, block-rotation and empty matrices, tall and
-// wide, through a list of Views and through pointer arrays: the same values
-// and thin columns as its thin call, every full side orthonormal.
+// wide (full sides completed by reflectors on tiles beside one by
+// Gram-Schmidt: 130 x 120), through a list of Views and through pointer
+// arrays: the same values and thin columns as its thin call, every full side
+// orthonormal.
 TYPED_TEST(FullMatrices, VariableBatchCompletesEveryMatrix) {
   using T = typename TestFixture::Scalar;
   using L = typename TestFixture::Layout;
-  const std::vector<kwsvd::MatrixShape> shapes = {{20, 12}, {12, 20}, {90, 40},  {40, 90},
-                                                  {6, 0},   {33, 33}, {150, 70}, {2, 1}};
+  const std::vector<kwsvd::MatrixShape> shapes = {{20, 12}, {12, 20},  {90, 40}, {40, 90},  {6, 0},
+                                                  {33, 33}, {150, 70}, {2, 1},   {130, 120}};
   std::vector<std::vector<T>> mats;
   for (std::size_t b = 0; b < shapes.size(); ++b)
     mats.push_back(random_matrix<T>(shapes[b].rows, shapes[b].cols, 41u + b));

@@ -25,6 +25,22 @@ KOKKOS_INLINE_FUNCTION constexpr std::size_t completion_gram_scalars(int r0) {
   return std::size_t(block) * std::size_t(block);
 }
 
+/// Scalars of the Gram matrices of all blocks of r0 reflectors
+/// (prepare_reflector_completion): completion_gram_max_columns^2 per block,
+/// block q at q completion_gram_max_columns^2.
+KOKKOS_INLINE_FUNCTION constexpr std::size_t completion_block_grams_scalars(int r0) {
+  const int blocks = (r0 + completion_gram_max_columns - 1) / completion_gram_max_columns;
+  return std::size_t(blocks) * completion_gram_max_columns * completion_gram_max_columns;
+}
+
+/// Block q of r0 reflectors, counted from the last one (the order they are
+/// applied in): reflectors [reflector_block_begin, r0 - q
+/// completion_gram_max_columns), the first block the partial one.
+KOKKOS_INLINE_FUNCTION constexpr int reflector_block_begin(int r0, int q) {
+  const int b0 = r0 - (q + 1) * completion_gram_max_columns;
+  return b0 > 0 ? b0 : 0;
+}
+
 /// Whether complete_orthonormal_columns completes columns r0 .. N - 1 by
 /// reflectors (else by Gram-Schmidt).
 KOKKOS_INLINE_FUNCTION constexpr bool completes_by_reflectors(int N, int r0) {
@@ -130,34 +146,46 @@ struct CompletionDots {
   }
 };
 
-/// Columns r0 .. N - 1 of `left` times the block of reflectors H_b0 ...
-/// H_{b1 - 1} of K (M x r0, v_k zero above row k) and tau: y becomes y -
-/// sum_l c_l v_l with, from l = b1 - 1 down, c_k = tau_k (v_k^T y - sum_{k <
-/// l < b1} (v_k^T v_l) c_l), from the block's Gram matrix (LAPACK dlarft's T
-/// in another form; `gram`, at most completion_gram_max_columns^2 scalars),
-/// the coefficients in a local array and one pass over the column, each
-/// entry summed in a register and written once. `First`: the block applied
-/// first (b1 = r0), which meets y = e_j (j >= r0 > k), so v_k^T y = v_k(j)
-/// and the column is written whole. A later block takes v_k^T y in one pass
-/// over the column, all of its dots reduced over the lanes at once; y is zero
-/// above row b1 (each v_l, l >= b1, is), so the dots start there.
-template <bool First, class Member, class Scalar>
-KOKKOS_INLINE_FUNCTION void apply_reflector_block(const Member& member,
-                                                  const StridedMatrix<Scalar>& left, int M, int N,
-                                                  int r0, const Scalar* K, const Scalar* tau,
-                                                  Scalar* gram, int b0, int b1) {
+/// The Gram matrix of reflectors b0 .. b1 - 1 of K (M x r0, v_k zero above
+/// row k) into `gram` ((b1 - b0)^2 scalars, leading dimension b1 - b0):
+/// each entry summed over a thread's vector lanes. Collective over the team;
+/// no barrier.
+template <class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void reflector_block_gram(const Member& member, int M, const Scalar* K,
+                                                 int b0, int b1, Scalar* gram) {
   const int nb = b1 - b0;
-  const auto k_at = [&](int r, int c) { return K[r + std::size_t(M) * c]; };
-  const auto g_at = [&](int k, int l) -> Scalar& { return gram[k + std::size_t(nb) * l]; };
   for_each_lane_sum<Scalar>(
       member, nb * nb, M - b0,
       [&](const int p, const int i) {
         const int k = p % nb, l = p / nb, r = b0 + i;
-        return i >= (k > l ? k : l) ? k_at(r, b0 + k) * k_at(r, b0 + l) : Scalar(0);
+        return i >= (k > l ? k : l)
+                   ? K[r + std::size_t(M) * (b0 + k)] * K[r + std::size_t(M) * (b0 + l)]
+                   : Scalar(0);
       },
-      [&](const int p, const Scalar dot) { g_at(p % nb, p / nb) = dot; });
-  member.team_barrier();
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, r0, N), [&](const int j) {
+      [&](const int p, const Scalar dot) { gram[p] = dot; });
+}
+
+/// Columns j0 .. j1 - 1 of `left` (each j >= r0, the count of reflectors in
+/// K) times the block of reflectors H_b0 ... H_{b1 - 1} of K (M x r0, v_k
+/// zero above row k) and tau: y becomes y - sum_l c_l v_l with, from l = b1
+/// - 1 down, c_k = tau_k (v_k^T y - sum_{k < l < b1} (v_k^T v_l) c_l), from
+/// the block's Gram matrix (reflector_block_gram, in `gram`; LAPACK
+/// dlarft's T in another form), the coefficients in a local array and one
+/// pass over the column, each entry summed in a register and written once.
+/// `First`: the block applied first (b1 = r0), which meets y = e_j (j >= r0
+/// > k), so v_k^T y = v_k(j) and the column is written whole. A later block
+/// takes v_k^T y in one pass over the column, all of its dots reduced over
+/// the lanes at once; y is zero above row b1 (each v_l, l >= b1, is), so the
+/// dots start there.
+template <bool First, class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void apply_reflector_block(const Member& member,
+                                                  const StridedMatrix<Scalar>& left, int M, int j0,
+                                                  int j1, const Scalar* K, const Scalar* tau,
+                                                  const Scalar* gram, int b0, int b1) {
+  const int nb = b1 - b0;
+  const auto k_at = [&](int r, int c) { return K[r + std::size_t(M) * c]; };
+  const auto g_at = [&](int k, int l) { return gram[k + std::size_t(nb) * l]; };
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, j0, j1), [&](const int j) {
     Scalar c[completion_gram_max_columns];  // v_k^T y, then the coefficients, in place
     if constexpr (First) {
       for (int k = 0; k < nb; ++k)
@@ -191,53 +219,50 @@ KOKKOS_INLINE_FUNCTION void apply_reflector_block(const Member& member,
   });
 }
 
-/// Columns r0 .. N - 1 of `left` become Q e_j, Q = H_0 ... H_{r0 - 1} the
-/// reflectors in K and tau (complete_columns_by_reflectors), applied in
-/// blocks of completion_gram_max_columns, the last block first
-/// (apply_reflector_block), instead of a reduction and a read-modify-write
-/// pass of the column per reflector (full U of 500 x 16 double x 1000 on an
-/// H100: 61.6 ms by reflectors applied in turn, the thin SVD 1.7 ms; 1000 x
-/// 64 x 100: 257 ms in turn, 72 ms by blocks). With r0 <=
-/// completion_gram_max_columns this is the one block applied to e_j, and
-/// only `SeveralBlocks` compiles the later blocks, whose dots' lane reduction
-/// takes registers that the one-block shapes pay for in occupancy (full U of
-/// 100 x 16 double x 1000 after the level-0 kernel, H100: 0.60 ms without
-/// it compiled in, 0.76 with).
-template <bool SeveralBlocks, class Member, class Scalar>
+/// Columns j0 .. j1 - 1 of `left` (j0 >= r0) become Q e_j, Q = H_0 ...
+/// H_{r0 - 1} the reflectors in K and tau (householder_reflectors), applied
+/// in blocks of completion_gram_max_columns, the last block first
+/// (reflector_block_begin, apply_reflector_block), instead of a reduction
+/// and a read-modify-write pass of the column per reflector (full U of 500 x
+/// 16 double x 1000 on an H100: 61.6 ms by reflectors applied in turn, the
+/// thin SVD 1.7 ms; 1000 x 64 x 100: 257 ms in turn, 72 ms by blocks, one
+/// team per matrix). `block_gram(q, b0, b1)` puts block q's Gram matrix in
+/// `gram` (completion_gram_max_columns^2 scalars), collectively, without a
+/// barrier. With r0 <= completion_gram_max_columns this is the one block
+/// applied to e_j, and only `SeveralBlocks` compiles the later blocks, whose
+/// dots' lane reduction takes registers that the one-block shapes pay for in
+/// occupancy (full U of 100 x 16 double x 1000 after the level-0 kernel,
+/// H100: 0.60 ms without it compiled in, 0.76 with).
+template <bool SeveralBlocks, class Member, class Scalar, class BlockGram>
 KOKKOS_INLINE_FUNCTION void apply_reflector_blocks_to_unit_vectors(
-    const Member& member, const StridedMatrix<Scalar>& left, int M, int N, int r0, const Scalar* K,
-    const Scalar* tau, Scalar* gram) {
-  constexpr int block = completion_gram_max_columns;
-  const int first_b0 = SeveralBlocks && r0 > block ? r0 - block : 0;
+    const Member& member, const StridedMatrix<Scalar>& left, int M, int j0, int j1, int r0,
+    const Scalar* K, const Scalar* tau, Scalar* gram, const BlockGram& block_gram) {
+  const int first_b0 = SeveralBlocks ? reflector_block_begin(r0, 0) : 0;
   // With no kept columns (r0 = 0) the block is empty and Q e_j = e_j.
-  apply_reflector_block<true>(member, left, M, N, r0, K, tau, gram, first_b0, r0);
+  block_gram(0, first_b0, r0);
+  member.team_barrier();
+  apply_reflector_block<true>(member, left, M, j0, j1, K, tau, gram, first_b0, r0);
   if constexpr (SeveralBlocks) {
-    for (int b1 = first_b0; b1 > 0;) {
-      const int b0 = b1 > block ? b1 - block : 0;
+    for (int q = 1, b1 = first_b0; b1 > 0; ++q) {
+      const int b0 = reflector_block_begin(r0, q);
       member.team_barrier();  // this block's Gram matrix takes `gram`
-      apply_reflector_block<false>(member, left, M, N, r0, K, tau, gram, b0, b1);
+      block_gram(q, b0, b1);
+      member.team_barrier();
+      apply_reflector_block<false>(member, left, M, j0, j1, K, tau, gram, b0, b1);
       b1 = b0;
     }
   }
 }
 
-/// The completion by reflectors, for many columns
-/// (complete_orthonormal_columns): the Householder QR of the kept columns K = left(:, 0 .. r0 - 1)
-/// = Q R gives Q, whose columns r0 .. N - 1 are orthonormal and orthogonal to K's span; column j of
-/// `left` becomes Q e_j, the reflectors applied to e_j in reverse order, every column on its own
-/// team thread. `K`: M r0 scalars (the reflectors), `tau`: r0 (their factors).
-/// O(M r0^2) for the QR, one reflector at a time, and O(M r0) per column:
-/// nothing for a zero matrix (Q = I), and no sequence of dependent columns.
-/// `gram`: completion_gram_max_columns^2 scalars for a block of reflectors'
-/// Gram matrix, which makes the columns cheaper
-/// (apply_reflector_blocks_to_unit_vectors; without `SeveralBlocks` only
-/// where r0 <= completion_gram_max_columns), or null.
-template <bool SeveralBlocks, class Member, class Scalar>
-KOKKOS_INLINE_FUNCTION void complete_columns_by_reflectors(const Member& member,
-                                                           const StridedMatrix<Scalar>& left, int M,
-                                                           int N, int r0, Scalar* K, Scalar* tau,
-                                                           Scalar* gram) {
-  // K: M x r0, the kept columns, then the reflectors; tau: H_k = I - tau_k v_k v_k^T.
+/// The Householder QR of the kept columns left(:, 0 .. r0 - 1) (M x r0) =
+/// Q R, Q = H_0 ... H_{r0 - 1}: K (M r0 scalars) the reflectors v_k (zero
+/// above row k), tau (r0) their factors, H_k = I - tau_k v_k v_k^T. O(M
+/// r0^2), one reflector at a time. Collective over the team; ends with a
+/// barrier.
+template <class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void householder_reflectors(const Member& member,
+                                                   const StridedMatrix<Scalar>& left, int M, int r0,
+                                                   Scalar* K, Scalar* tau) {
   const auto k_at = [&](int r, int c) -> Scalar& { return K[r + std::size_t(M) * c]; };
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, r0), [&](const int c) {
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M),
@@ -268,8 +293,75 @@ KOKKOS_INLINE_FUNCTION void complete_columns_by_reflectors(const Member& member,
     });
     member.team_barrier();
   }
+}
+
+/// A completion by reflectors spread over several teams per matrix, first
+/// part, by one team: the reflectors of the kept columns left(:, 0 .. r0 -
+/// 1) (householder_reflectors, into K and tau) and every block's Gram
+/// matrix, into `grams` (completion_block_grams_scalars(r0) scalars). The
+/// second part (complete_columns_from_reflectors) then takes any range of
+/// the columns past r0 on any team, the same bits as
+/// complete_orthonormal_columns gives them where it completes by
+/// reflectors with the same vector lanes. Collective over the team.
+template <class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void prepare_reflector_completion(const Member& member,
+                                                         const StridedMatrix<Scalar>& left, int M,
+                                                         int r0, Scalar* K, Scalar* tau,
+                                                         Scalar* grams) {
+  householder_reflectors(member, left, M, r0, K, tau);
+  constexpr std::size_t block_scalars = completion_gram_max_columns * completion_gram_max_columns;
+  for (int q = 0, b1 = r0; b1 > 0; ++q) {
+    const int b0 = reflector_block_begin(r0, q);
+    reflector_block_gram(member, M, K, b0, b1, grams + q * block_scalars);
+    b1 = b0;
+  }
+}
+
+/// The second part of a completion by reflectors spread over teams
+/// (prepare_reflector_completion gave K, tau and `grams`): columns j0 .. j1
+/// - 1 of `left` (j0 >= r0) become Q e_j. `gram`: completion_gram_max_columns^2
+/// scalars (team scratch) that take each block's Gram matrix in turn.
+/// `SeveralBlocks` as in apply_reflector_blocks_to_unit_vectors (needed for
+/// r0 > completion_gram_max_columns). Collective over the team.
+template <bool SeveralBlocks, class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void complete_columns_from_reflectors(const Member& member,
+                                                             const StridedMatrix<Scalar>& left,
+                                                             int M, int j0, int j1, int r0,
+                                                             const Scalar* K, const Scalar* tau,
+                                                             const Scalar* grams, Scalar* gram) {
+  constexpr std::size_t block_scalars = completion_gram_max_columns * completion_gram_max_columns;
+  apply_reflector_blocks_to_unit_vectors<SeveralBlocks>(
+      member, left, M, j0, j1, r0, K, tau, gram, [&](const int q, const int b0, const int b1) {
+        const int count = (b1 - b0) * (b1 - b0);
+        const Scalar* from = grams + q * block_scalars;
+        Kokkos::parallel_for(Kokkos::TeamVectorRange(member, count),
+                             [&](const int p) { gram[p] = from[p]; });
+      });
+}
+
+/// The completion by reflectors, for many columns
+/// (complete_orthonormal_columns): the Householder QR of the kept columns K = left(:, 0 .. r0 - 1)
+/// = Q R gives Q, whose columns r0 .. N - 1 are orthonormal and orthogonal to K's span; column j of
+/// `left` becomes Q e_j, the reflectors applied to e_j in reverse order, every column on its own
+/// team thread. `K`: M r0 scalars (the reflectors), `tau`: r0 (their factors).
+/// O(M r0^2) for the QR, one reflector at a time, and O(M r0) per column:
+/// nothing for a zero matrix (Q = I), and no sequence of dependent columns.
+/// `gram`: completion_gram_max_columns^2 scalars for a block of reflectors'
+/// Gram matrix, which makes the columns cheaper
+/// (apply_reflector_blocks_to_unit_vectors; without `SeveralBlocks` only
+/// where r0 <= completion_gram_max_columns), or null.
+template <bool SeveralBlocks, class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void complete_columns_by_reflectors(const Member& member,
+                                                           const StridedMatrix<Scalar>& left, int M,
+                                                           int N, int r0, Scalar* K, Scalar* tau,
+                                                           Scalar* gram) {
+  householder_reflectors(member, left, M, r0, K, tau);
+  const auto k_at = [&](int r, int c) { return K[r + std::size_t(M) * c]; };
   if (gram != nullptr && (SeveralBlocks || r0 <= completion_gram_max_columns)) {
-    apply_reflector_blocks_to_unit_vectors<SeveralBlocks>(member, left, M, N, r0, K, tau, gram);
+    apply_reflector_blocks_to_unit_vectors<SeveralBlocks>(
+        member, left, M, r0, N, r0, K, tau, gram, [&](const int, const int b0, const int b1) {
+          reflector_block_gram(member, M, K, b0, b1, gram);
+        });
     return;
   }
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, r0, N), [&](const int j) {

@@ -186,6 +186,26 @@ TailoringPlan plan_wcycle_level(
 /// columns.
 constexpr int wcycle_chunk_cols = 16;
 
+/// Columns of a full side per team of the W-cycle's completion by
+/// reflectors (FullSideTile): a team's threads each take a column, and a
+/// tall matrix's full side has many (1000 x 64 x 100: 30 teams per matrix
+/// instead of one).
+constexpr int wcycle_full_side_tile_cols = 32;
+
+/// FullSideTile's offset of a matrix whose full side, if any, its
+/// completion team completes whole.
+constexpr std::size_t no_full_side_tiles = ~std::size_t(0);
+
+/// Columns [col, col + cols) of a matrix's full side (SvdOptions::
+/// full_matrices), completed by one team from the reflectors and block Gram
+/// matrices (at `grams` in the solver's buffer) that the matrix's
+/// completion team prepared (prepare_reflector_completion).
+struct FullSideTile {
+  int matrix = 0;
+  int col = 0, cols = 0;
+  std::size_t grams = 0;
+};
+
 /// Where one working matrix lives in the solver's buffers.
 struct WorkGeometry {
   std::size_t w_offset = 0, v_offset = 0;  ///< W: M x N, V: N x N, column-major
@@ -358,6 +378,7 @@ class WcycleLevelSolver {
     V_ = alloc_.template zeros<Scalar>("kwsvd::V", vectors_ ? std::max<std::size_t>(v_size, 1) : 1);
     geometry_ = alloc_.upload(geometry, "kwsvd::geometry");
     plan_chunks(geometry);
+    plan_full_side_tiles(geometry);
     scale_ = alloc_.template zeros<Scalar>("kwsvd::scale", batch_);
     state_ = alloc_.template zeros<int>("kwsvd::state", 4 * std::size_t(batch_));
     double sweep_work = 0;  // sum of M N^2, what a sweep's work grows with
@@ -604,17 +625,16 @@ class WcycleLevelSolver {
     // columns, completed to an orthonormal set (complete_orthonormal_columns)
     // by a team per matrix that has such columns; the others return at once.
     // The finished working matrix is the team's workspace, the matrix's
-    // column norms (read by the finish) its reflector factors. Under
-    // full_matrices a team has scratch for a block of reflectors' Gram
-    // matrix (complete_columns_by_reflectors), used for the full side's
-    // columns.
-    Policy complete(exec, batch_, Kokkos::AUTO, lanes);
-    const int gram_max = options_.full_matrices ? completion_gram_max_columns : 0;
-    complete.set_scratch_size(
-        0, Kokkos::PerTeam(int(ScratchVector::shmem_size(std::size_t(gram_max) * gram_max))));
+    // column norms (read by the finish) its reflector factors. A full side
+    // completed by reflectors is only prepared there (its reflectors and
+    // their block Gram matrices: prepare_reflector_completion); its columns
+    // are spread over teams of their own (complete_full_side_tiles).
+    const std::size_t* grams_offset = full_side_grams_offset_.data();
+    Scalar* grams = full_side_grams_.data();
     if (vectors && completes_left_)
       Kokkos::parallel_for(
-          "kwsvd::wcycle_complete_columns", complete, KOKKOS_LAMBDA(const Member& member) {
+          "kwsvd::wcycle_complete_columns", Policy(exec, batch_, Kokkos::AUTO, lanes),
+          KOKKOS_LAMBDA(const Member& member) {
             const int b = member.league_rank();
             const WorkGeometry g = geometry[b];
             if (nonfinite[b] != 0 || g.cols == 0)
@@ -637,11 +657,59 @@ class WcycleLevelSolver {
                                            norms + norms_offset[b]);
             if (left.cols > g.cols) {
               member.team_barrier();
-              ScratchVector gram(member.team_scratch(0), std::size_t(gram_max) * gram_max);
-              complete_orthonormal_columns(member, left, g.rows, left.cols, g.cols, W + g.w_offset,
-                                           norms + norms_offset[b], gram.data());
+              if (grams_offset != nullptr && grams_offset[b] != no_full_side_tiles)
+                prepare_reflector_completion(member, left, g.rows, g.cols, W + g.w_offset,
+                                             norms + norms_offset[b], grams + grams_offset[b]);
+              else
+                complete_orthonormal_columns(member, left, g.rows, left.cols, g.cols,
+                                             W + g.w_offset, norms + norms_offset[b]);
             }
           });
+    if (vectors && full_side_tiles_.extent(0) > 0) {
+      if (full_side_several_blocks_)
+        complete_full_side_tiles<true>(exec, slots, lanes);
+      else
+        complete_full_side_tiles<false>(exec, slots, lanes);
+    }
+  }
+
+  /// The full sides' columns completed by reflectors, a team per tile
+  /// (FullSideTile), from what the matrices' completion teams prepared:
+  /// complete_columns_from_reflectors, `SeveralBlocks` compiled where some
+  /// matrix has more than completion_gram_max_columns reflectors. (Public
+  /// only because CUDA's extended lambdas cannot live in private members.)
+  template <bool SeveralBlocks, class Slots>
+  void complete_full_side_tiles(const ExecSpace& exec, const Slots& slots, int lanes) const {
+    using Policy = Kokkos::TeamPolicy<ExecSpace>;
+    using Member = typename Policy::member_type;
+    using ScratchVector = TeamScratch<ExecSpace, Scalar>;
+    constexpr std::size_t gram_scalars =
+        std::size_t(completion_gram_max_columns) * completion_gram_max_columns;
+    const FullSideTile* tiles = full_side_tiles_.data();
+    const WorkGeometry* geometry = geometry_.data();
+    const int* nonfinite = state_.data() + 3 * batch_;
+    const Scalar* W = W_.data();
+    const Scalar* norms = norms_.data();
+    const std::size_t* norms_offset = norms_offset_.data();
+    const Scalar* grams = full_side_grams_.data();
+    Policy policy(exec, int(full_side_tiles_.extent(0)), Kokkos::AUTO, lanes);
+    policy.set_scratch_size(0, Kokkos::PerTeam(int(ScratchVector::shmem_size(gram_scalars))));
+    Kokkos::parallel_for(
+        "kwsvd::wcycle_complete_full_side", policy, KOKKOS_LAMBDA(const Member& member) {
+          const FullSideTile tile = tiles[member.league_rank()];
+          const int b = tile.matrix;
+          if (nonfinite[b] != 0)
+            return;
+          const WorkGeometry g = geometry[b];
+          const MatrixSlot<Scalar> slot = slots(b);
+          const StridedMatrix<Scalar> left = g.transpose != 0 ? slot.v : slot.u;
+          if (left.data == nullptr)
+            return;
+          ScratchVector gram(member.team_scratch(0), gram_scalars);
+          complete_columns_from_reflectors<SeveralBlocks>(
+              member, left, g.rows, tile.col, tile.col + tile.cols, g.cols, W + g.w_offset,
+              norms + norms_offset[b], grams + tile.grams, gram.data());
+        });
   }
 
   /// One launch step: the pairs of one step of one level's ordering, over
@@ -944,6 +1012,38 @@ class WcycleLevelSolver {
     norms_offset_ = alloc_.upload(offsets, "kwsvd::column_norms_offset");
   }
 
+  /// The teams of the full sides' completion (FullSideTile): under
+  /// SvdOptions::full_matrices, each matrix whose left side (U, or V of a
+  /// wide input) the job computes and whose M - N columns past N complete
+  /// by reflectors (completes_by_reflectors) gets its block Gram matrices'
+  /// place in full_side_grams_ and its columns in tiles of
+  /// wcycle_full_side_tile_cols. The others' offset is no_full_side_tiles:
+  /// their completion team completes them (by Gram-Schmidt: a few columns).
+  /// No buffers where no matrix is tiled.
+  void plan_full_side_tiles(const std::vector<WorkGeometry>& geometry) {
+    std::vector<FullSideTile> tiles;
+    std::vector<std::size_t> offsets(std::size_t(batch_), no_full_side_tiles);
+    std::size_t grams = 0;
+    for (int b = 0; b < batch_; ++b) {
+      const auto& g = geometry[std::size_t(b)];
+      const bool left = g.transpose != 0 ? job_writes_v(options_.job) : job_writes_u(options_.job);
+      if (!options_.full_matrices || !left || g.rows == g.cols ||
+          !completes_by_reflectors(g.rows, g.cols))
+        continue;
+      offsets[std::size_t(b)] = grams;
+      for (int col = g.cols; col < g.rows; col += wcycle_full_side_tile_cols)
+        tiles.push_back({b, col, std::min(wcycle_full_side_tile_cols, g.rows - col), grams});
+      grams += completion_block_grams_scalars(g.cols);
+      full_side_several_blocks_ = full_side_several_blocks_ || g.cols > completion_gram_max_columns;
+    }
+    if (tiles.empty())
+      offsets.clear();  // nothing tiled: no buffers (the completion reads none)
+    full_side_tiles_ = alloc_.upload(tiles, "kwsvd::full_side_tiles");
+    full_side_grams_offset_ = alloc_.upload(offsets, "kwsvd::full_side_grams_offset");
+    full_side_grams_ =
+        alloc_.template zeros<Scalar>("kwsvd::full_side_grams", std::max<std::size_t>(grams, 1));
+  }
+
   /// One launch of the matrices swept whole (WcycleWholeMatrixFunctor), if any.
   void run_whole(const ExecSpace& exec, Scalar* V, int* mask, int* sweeps) const {
     const int count = int(whole_.matrices.extent(0));
@@ -990,7 +1090,14 @@ class WcycleLevelSolver {
   WholePlan whole_;
   Vec<Scalar> W_, V_, scale_;
   Vec<WorkGeometry> geometry_;
-  Vec<ColumnChunk> chunks_;        // the load's and finish's teams (plan_chunks)
+  Vec<ColumnChunk> chunks_;  // the load's and finish's teams (plan_chunks)
+  // The full sides' completion teams, and per matrix where its block Gram
+  // matrices start in full_side_grams_ (plan_full_side_tiles); whether
+  // some matrix completes from more than completion_gram_max_columns columns.
+  Vec<FullSideTile> full_side_tiles_;
+  Vec<std::size_t> full_side_grams_offset_;
+  Vec<Scalar> full_side_grams_;
+  bool full_side_several_blocks_ = false;
   Vec<Scalar> chunk_max_, norms_;  // per chunk: largest magnitude; per column: norm
   // Per matrix: where its column norms start in norms_ (ColumnChunk::norms),
   // read by the completion of its left vectors (a field of WorkGeometry
