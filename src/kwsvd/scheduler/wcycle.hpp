@@ -187,23 +187,28 @@ TailoringPlan plan_wcycle_level(
 constexpr int wcycle_chunk_cols = 16;
 
 /// Columns of a full side per team of the W-cycle's completion by
-/// reflectors (FullSideTile): a team's threads each take a column, and a
-/// tall matrix's full side has many (1000 x 64 x 100: 30 teams per matrix
-/// instead of one).
+/// reflectors (FullSideTile): each thread or lane sums a row of them in
+/// registers (complete_columns_from_reflectors), and a tall matrix's full
+/// side has many (1000 x 64 x 100: 30 teams per matrix instead of one).
 constexpr int wcycle_full_side_tile_cols = 32;
+
+/// Threads (each with a warp's lanes on CUDA) per team of the W-cycle's
+/// preparation of a full side's completion (prepare_reflector_completion):
+/// at most this many, and what the kernel fits.
+constexpr int wcycle_prepare_threads_max = 32;
 
 /// FullSideTile's offset of a matrix whose full side, if any, its
 /// completion team completes whole.
 constexpr std::size_t no_full_side_tiles = ~std::size_t(0);
 
 /// Columns [col, col + cols) of a matrix's full side (SvdOptions::
-/// full_matrices), completed by one team from the reflectors and block Gram
-/// matrices (at `grams` in the solver's buffer) that the matrix's
-/// completion team prepared (prepare_reflector_completion).
+/// full_matrices), completed by one team from the reflectors and compact WY
+/// factor (at `wy` in the solver's buffer) that one team per matrix
+/// prepared before (prepare_reflector_completion).
 struct FullSideTile {
   int matrix = 0;
   int col = 0, cols = 0;
-  std::size_t grams = 0;
+  std::size_t wy = 0;
 };
 
 /// Where one working matrix lives in the solver's buffers.
@@ -626,11 +631,12 @@ class WcycleLevelSolver {
     // by a team per matrix that has such columns; the others return at once.
     // The finished working matrix is the team's workspace, the matrix's
     // column norms (read by the finish) its reflector factors. A full side
-    // completed by reflectors is only prepared there (its reflectors and
-    // their block Gram matrices: prepare_reflector_completion); its columns
-    // are spread over teams of their own (complete_full_side_tiles).
-    const std::size_t* grams_offset = full_side_grams_offset_.data();
-    Scalar* grams = full_side_grams_.data();
+    // completed by reflectors (plan_full_side_tiles) is left to two launches
+    // of its own: a team per matrix prepares its reflectors and their
+    // compact WY factor (prepare_reflector_completion), then its columns
+    // are spread over teams (complete_full_side_tiles).
+    const std::size_t* wy_offset = full_side_wy_offset_.data();
+    Scalar* wy = full_side_wy_.data();
     if (vectors && completes_left_)
       Kokkos::parallel_for(
           "kwsvd::wcycle_complete_columns", Policy(exec, batch_, Kokkos::AUTO, lanes),
@@ -657,43 +663,62 @@ class WcycleLevelSolver {
                                            norms + norms_offset[b]);
             if (left.cols > g.cols) {
               member.team_barrier();
-              if (grams_offset != nullptr && grams_offset[b] != no_full_side_tiles)
-                prepare_reflector_completion(member, left, g.rows, g.cols, W + g.w_offset,
-                                             norms + norms_offset[b], grams + grams_offset[b]);
-              else
+              if (wy_offset == nullptr || wy_offset[b] == no_full_side_tiles)
                 complete_orthonormal_columns(member, left, g.rows, left.cols, g.cols,
                                              W + g.w_offset, norms + norms_offset[b]);
             }
           });
     if (vectors && full_side_tiles_.extent(0) > 0) {
-      if (full_side_several_blocks_)
-        complete_full_side_tiles<true>(exec, slots, lanes);
-      else
-        complete_full_side_tiles<false>(exec, slots, lanes);
+      const int* tiled = full_side_matrices_.data();
+      const auto prepare = KOKKOS_LAMBDA(const Member& member) {
+        const int b = tiled[member.league_rank()];
+        const WorkGeometry g = geometry[b];
+        if (nonfinite[b] != 0)
+          return;
+        const MatrixSlot<Scalar> slot = slots(b);
+        const StridedMatrix<Scalar> left = g.transpose != 0 ? slot.v : slot.u;
+        if (left.data == nullptr)
+          return;
+        prepare_reflector_completion(member, left, g.rows, g.cols, W + g.w_offset,
+                                     norms + norms_offset[b], wy + wy_offset[b]);
+      };
+      // A team per matrix, its columns worked on in turn, each step a few
+      // reductions down the columns: a warp's lanes per column and as many
+      // threads as fit (the matrices are few: 100 teams on 132 SMs for
+      // 1000 x 64 x 100), so that a step's columns run at once. Full U of
+      // double 1000 x 64 x 100 on an H100: this launch took 14.8 ms with 8
+      // lanes and Kokkos::AUTO threads, 10.3 ms with 32 lanes.
+      const int count = int(full_side_matrices_.extent(0));
+      const int wide = std::min(32, vector_length_max<ExecSpace>());
+      const int threads = std::max(
+          1,
+          std::min(wcycle_prepare_threads_max,
+                   Policy(exec, count, 1, wide).team_size_max(prepare, Kokkos::ParallelForTag())));
+      Kokkos::parallel_for("kwsvd::wcycle_prepare_full_side", Policy(exec, count, threads, wide),
+                           prepare);
+      complete_full_side_tiles(exec, slots, lanes);
     }
   }
 
   /// The full sides' columns completed by reflectors, a team per tile
-  /// (FullSideTile), from what the matrices' completion teams prepared:
-  /// complete_columns_from_reflectors, `SeveralBlocks` compiled where some
-  /// matrix has more than completion_gram_max_columns reflectors. (Public
-  /// only because CUDA's extended lambdas cannot live in private members.)
-  template <bool SeveralBlocks, class Slots>
+  /// (FullSideTile), from what the matrices' completion teams prepared
+  /// (complete_columns_from_reflectors). (Public only because CUDA's
+  /// extended lambdas cannot live in private members.)
+  template <class Slots>
   void complete_full_side_tiles(const ExecSpace& exec, const Slots& slots, int lanes) const {
     using Policy = Kokkos::TeamPolicy<ExecSpace>;
     using Member = typename Policy::member_type;
     using ScratchVector = TeamScratch<ExecSpace, Scalar>;
-    constexpr std::size_t gram_scalars =
-        std::size_t(completion_gram_max_columns) * completion_gram_max_columns;
+    constexpr int tile_cols = wcycle_full_side_tile_cols;
+    const int chunk = full_side_chunk_;
+    const std::size_t w_scalars = std::size_t(chunk) * tile_cols;
     const FullSideTile* tiles = full_side_tiles_.data();
     const WorkGeometry* geometry = geometry_.data();
     const int* nonfinite = state_.data() + 3 * batch_;
     const Scalar* W = W_.data();
-    const Scalar* norms = norms_.data();
-    const std::size_t* norms_offset = norms_offset_.data();
-    const Scalar* grams = full_side_grams_.data();
+    const Scalar* wy = full_side_wy_.data();
     Policy policy(exec, int(full_side_tiles_.extent(0)), Kokkos::AUTO, lanes);
-    policy.set_scratch_size(0, Kokkos::PerTeam(int(ScratchVector::shmem_size(gram_scalars))));
+    policy.set_scratch_size(0, Kokkos::PerTeam(int(ScratchVector::shmem_size(w_scalars))));
     Kokkos::parallel_for(
         "kwsvd::wcycle_complete_full_side", policy, KOKKOS_LAMBDA(const Member& member) {
           const FullSideTile tile = tiles[member.league_rank()];
@@ -705,10 +730,10 @@ class WcycleLevelSolver {
           const StridedMatrix<Scalar> left = g.transpose != 0 ? slot.v : slot.u;
           if (left.data == nullptr)
             return;
-          ScratchVector gram(member.team_scratch(0), gram_scalars);
-          complete_columns_from_reflectors<SeveralBlocks>(
-              member, left, g.rows, tile.col, tile.col + tile.cols, g.cols, W + g.w_offset,
-              norms + norms_offset[b], grams + tile.grams, gram.data());
+          ScratchVector w(member.team_scratch(0), w_scalars);
+          complete_columns_from_reflectors<tile_cols>(member, left, g.rows, tile.col,
+                                                      tile.col + tile.cols, g.cols, W + g.w_offset,
+                                                      wy + tile.wy, w.data(), chunk);
         });
   }
 
@@ -1015,33 +1040,44 @@ class WcycleLevelSolver {
   /// The teams of the full sides' completion (FullSideTile): under
   /// SvdOptions::full_matrices, each matrix whose left side (U, or V of a
   /// wide input) the job computes and whose M - N columns past N complete
-  /// by reflectors (completes_by_reflectors) gets its block Gram matrices'
-  /// place in full_side_grams_ and its columns in tiles of
-  /// wcycle_full_side_tile_cols. The others' offset is no_full_side_tiles:
-  /// their completion team completes them (by Gram-Schmidt: a few columns).
-  /// No buffers where no matrix is tiled.
+  /// by reflectors (completes_by_reflectors) gets its compact WY factor's
+  /// place in full_side_wy_ and its columns in tiles of
+  /// wcycle_full_side_tile_cols, each tile's passes over at most
+  /// full_side_chunk_ reflectors (what the scratch limit holds of W's rows).
+  /// The others' offset is no_full_side_tiles: their completion team
+  /// completes them (by Gram-Schmidt: a few columns), as every full side
+  /// where the scratch holds no row of W. No buffers where no matrix is
+  /// tiled.
   void plan_full_side_tiles(const std::vector<WorkGeometry>& geometry) {
     std::vector<FullSideTile> tiles;
+    std::vector<int> matrices;
     std::vector<std::size_t> offsets(std::size_t(batch_), no_full_side_tiles);
-    std::size_t grams = 0;
-    for (int b = 0; b < batch_; ++b) {
+    std::size_t wy = 0;
+    int chunk_max = completion_wy_chunk(wcycle_full_side_tile_cols, sizeof(Scalar), limit_);
+    while (chunk_max > 0 && TeamScratch<ExecSpace, Scalar>::shmem_size(
+                                std::size_t(chunk_max) * wcycle_full_side_tile_cols) > limit_)
+      --chunk_max;  // a scratch View's padding
+    int reflectors = 1;
+    for (int b = 0; b < batch_ && chunk_max > 0; ++b) {
       const auto& g = geometry[std::size_t(b)];
       const bool left = g.transpose != 0 ? job_writes_v(options_.job) : job_writes_u(options_.job);
       if (!options_.full_matrices || !left || g.rows == g.cols ||
           !completes_by_reflectors(g.rows, g.cols))
         continue;
-      offsets[std::size_t(b)] = grams;
+      offsets[std::size_t(b)] = wy;
+      matrices.push_back(b);
       for (int col = g.cols; col < g.rows; col += wcycle_full_side_tile_cols)
-        tiles.push_back({b, col, std::min(wcycle_full_side_tile_cols, g.rows - col), grams});
-      grams += completion_block_grams_scalars(g.cols);
-      full_side_several_blocks_ = full_side_several_blocks_ || g.cols > completion_gram_max_columns;
+        tiles.push_back({b, col, std::min(wcycle_full_side_tile_cols, g.rows - col), wy});
+      wy += completion_wy_scalars(g.cols);
+      reflectors = std::max(reflectors, g.cols);
     }
     if (tiles.empty())
       offsets.clear();  // nothing tiled: no buffers (the completion reads none)
+    full_side_chunk_ = std::min(chunk_max, reflectors);
     full_side_tiles_ = alloc_.upload(tiles, "kwsvd::full_side_tiles");
-    full_side_grams_offset_ = alloc_.upload(offsets, "kwsvd::full_side_grams_offset");
-    full_side_grams_ =
-        alloc_.template zeros<Scalar>("kwsvd::full_side_grams", std::max<std::size_t>(grams, 1));
+    full_side_matrices_ = alloc_.upload(matrices, "kwsvd::full_side_matrices");
+    full_side_wy_offset_ = alloc_.upload(offsets, "kwsvd::full_side_wy_offset");
+    full_side_wy_ = alloc_.template zeros<Scalar>("kwsvd::full_side_wy", wy);
   }
 
   /// One launch of the matrices swept whole (WcycleWholeMatrixFunctor), if any.
@@ -1091,13 +1127,14 @@ class WcycleLevelSolver {
   Vec<Scalar> W_, V_, scale_;
   Vec<WorkGeometry> geometry_;
   Vec<ColumnChunk> chunks_;  // the load's and finish's teams (plan_chunks)
-  // The full sides' completion teams, and per matrix where its block Gram
-  // matrices start in full_side_grams_ (plan_full_side_tiles); whether
-  // some matrix completes from more than completion_gram_max_columns columns.
+  // The full sides' completion teams, and per matrix where its compact WY
+  // factor starts in full_side_wy_ (plan_full_side_tiles); the reflectors
+  // per pass of a tile over its columns.
   Vec<FullSideTile> full_side_tiles_;
-  Vec<std::size_t> full_side_grams_offset_;
-  Vec<Scalar> full_side_grams_;
-  bool full_side_several_blocks_ = false;
+  Vec<int> full_side_matrices_;  // the matrices that have tiles
+  Vec<std::size_t> full_side_wy_offset_;
+  Vec<Scalar> full_side_wy_;
+  int full_side_chunk_ = 1;
   Vec<Scalar> chunk_max_, norms_;  // per chunk: largest magnitude; per column: norm
   // Per matrix: where its column norms start in norms_ (ColumnChunk::norms),
   // read by the completion of its left vectors (a field of WorkGeometry
