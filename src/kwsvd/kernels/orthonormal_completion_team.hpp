@@ -336,14 +336,10 @@ KOKKOS_INLINE_FUNCTION void prepare_reflector_completion(const Member& member,
   }
 }
 
-/// Reflectors per pass of complete_columns_from_reflectors over its columns
-/// (its `w` takes this many times Tile scalars): at most
-/// completion_wy_chunk_max, and what `scratch_bytes` holds.
+/// The most reflectors per pass of complete_columns_from_reflectors over its
+/// columns (its `w` takes this many times Tile scalars, fewer where the
+/// scratch holds fewer).
 constexpr int completion_wy_chunk_max = 128;
-inline int completion_wy_chunk(int tile, std::size_t scalar_bytes, std::size_t scratch_bytes) {
-  const std::size_t fits = scratch_bytes / (std::size_t(tile) * scalar_bytes);
-  return int(fits < std::size_t(completion_wy_chunk_max) ? fits : completion_wy_chunk_max);
-}
 
 /// The second part of a completion by reflectors spread over teams
 /// (prepare_reflector_completion gave K and `wy`): columns j0 .. j1 - 1 of

@@ -1054,10 +1054,12 @@ class WcycleLevelSolver {
     std::vector<int> matrices;
     std::vector<std::size_t> offsets(std::size_t(batch_), no_full_side_tiles);
     std::size_t wy = 0;
-    int chunk_max = completion_wy_chunk(wcycle_full_side_tile_cols, sizeof(Scalar), limit_);
+    // The most reflectors whose rows of W (with a scratch View's padding)
+    // fit the scratch limit.
+    int chunk_max = completion_wy_chunk_max;
     while (chunk_max > 0 && TeamScratch<ExecSpace, Scalar>::shmem_size(
                                 std::size_t(chunk_max) * wcycle_full_side_tile_cols) > limit_)
-      --chunk_max;  // a scratch View's padding
+      --chunk_max;
     int reflectors = 1;
     for (int b = 0; b < batch_ && chunk_max > 0; ++b) {
       const auto& g = geometry[std::size_t(b)];
