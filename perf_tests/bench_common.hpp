@@ -3,13 +3,23 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include <Kokkos_Core.hpp>
 #include <Kokkos_Random.hpp>
 
 namespace kwsvd::bench {
+
+/// The larger of two accuracy counters, NaN where either is (std::max keeps
+/// its first argument against a NaN, which would hide a matrix whose output
+/// is NaN behind the others' errors).
+inline double worse_of(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::max(a, b);
+}
 
 /// Fills a View with entries uniform in [-1, 1] (never zeros: they can run
 /// faster than real data and hide unwritten outputs).

@@ -70,7 +70,7 @@ double orthogonality(const Strided<T>& J) {
           dot += double(j(b, i, p)) * j(b, i, q);
         o2 += (dot - (p == q)) * (dot - (p == q));
       }
-    worst = std::max(worst, std::sqrt(o2));
+    worst = kwsvd::bench::worse_of(worst, std::sqrt(o2));
   }
   return worst;
 }

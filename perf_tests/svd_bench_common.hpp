@@ -55,8 +55,8 @@ void record_accuracy(benchmark::State& state, const Strided<T>& A, const Strided
           dot += double(u(b, i, p)) * u(b, i, q);
         o2 += (dot - (p == q)) * (dot - (p == q));
       }
-    residual = std::max(residual, std::sqrt(r2 / a2));
-    orth = std::max(orth, std::sqrt(o2));
+    residual = worse_of(residual, std::sqrt(r2 / a2));
+    orth = worse_of(orth, std::sqrt(o2));
   }
   state.counters["residual"] = residual;
   state.counters["orthU"] = orth;
@@ -243,9 +243,9 @@ void record_accuracy(benchmark::State& state, const ContiguousBatch<T>& data) {
         r2 += (aij - usv) * (aij - usv);
         a2 += aij * aij;
       }
-    residual = std::max(residual, a2 > 0 ? std::sqrt(r2 / a2) : std::sqrt(r2));
-    orth_u = std::max(orth_u, orthogonality_of(u, m, k));
-    orth_v = std::max(orth_v, orthogonality_of(v, n, k));
+    residual = worse_of(residual, a2 > 0 ? std::sqrt(r2 / a2) : std::sqrt(r2));
+    orth_u = worse_of(orth_u, orthogonality_of(u, m, k));
+    orth_v = worse_of(orth_v, orthogonality_of(v, n, k));
   }
   record_residual_and_orthogonality(state, residual, orth_u, orth_v);
 }
@@ -276,9 +276,9 @@ void record_leading_accuracy(benchmark::State& state, const ContiguousBatch<T>& 
         const double d = av - double(s(l)) * u(i + std::size_t(m) * l);
         r2 += d * d;
       }
-    residual = std::max(residual, a2 > 0 ? std::sqrt(r2 / a2) : std::sqrt(r2));
-    orth_u = std::max(orth_u, orthogonality_of(u, m, r));
-    orth_v = std::max(orth_v, orthogonality_of(v, n, r));
+    residual = worse_of(residual, a2 > 0 ? std::sqrt(r2 / a2) : std::sqrt(r2));
+    orth_u = worse_of(orth_u, orthogonality_of(u, m, r));
+    orth_v = worse_of(orth_v, orthogonality_of(v, n, r));
   }
   record_residual_and_orthogonality(state, residual, orth_u, orth_v);
   state.counters["rank"] = r;
@@ -294,7 +294,7 @@ void record_side_orthogonality(benchmark::State& state, const ContiguousBatch<T>
     const int rows = left ? m : n;
     const auto x = left ? host_part(data.u, data.u_offset[b], std::size_t(m) * k)
                         : host_part(data.v, data.v_offset[b], std::size_t(n) * k);
-    orth = std::max(orth, orthogonality_of(x, rows, k));
+    orth = worse_of(orth, orthogonality_of(x, rows, k));
   }
   state.counters[left ? "orthU" : "orthV"] = orth;
 }

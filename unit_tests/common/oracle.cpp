@@ -166,7 +166,7 @@ double orthogonality_1(const std::vector<T>& q, int rows, int cols) {
         dot += double(q[r + std::size_t(rows) * i]) * double(q[r + std::size_t(rows) * j]);
       col += std::abs((i == j ? 1.0 : 0.0) - dot);
     }
-    worst = std::max(worst, col);
+    worst = worse_of(worst, col);
   }
   return worst;
 }
@@ -187,8 +187,8 @@ SvdErrors svd_errors(const std::vector<T>& a, int m, int n, const std::vector<T>
       rcol += std::abs(double(a[i + std::size_t(m) * j]) - usv);
       acol += std::abs(double(a[i + std::size_t(m) * j]));
     }
-    res1 = std::max(res1, rcol);
-    a1 = std::max(a1, acol);
+    res1 = worse_of(res1, rcol);
+    a1 = worse_of(a1, acol);
   }
   e.e1 = a1 > 0 ? res1 / (n * a1) : res1;
   e.e2 = m > 0 ? orthogonality_1(u, m, k) / m : 0;
@@ -233,7 +233,7 @@ SideErrors side_errors(const std::vector<T>& a, int m, int n, const std::vector<
       const double want = i == j ? double(s[std::size_t(i)]) * double(s[std::size_t(i)]) : 0.0;
       col += std::abs(g - want);
     }
-    e.eigen = std::max(e.eigen, col / (k * (top > 0 ? top : 1.0)));
+    e.eigen = worse_of(e.eigen, col / (k * (top > 0 ? top : 1.0)));
   }
   e.orthogonality = orthogonality_1(x, rows, k) / rows;
   return e;

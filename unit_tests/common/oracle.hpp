@@ -2,7 +2,10 @@
 // Reference results for the unit tests: LAPACKE and reference BLAS on the host.
 // Matrices here are column-major std::vectors (LAPACK's convention).
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -50,6 +53,14 @@ std::vector<double> spectrum(const std::string& name, int k, double kappa, std::
 template <class T>
 std::vector<T> matrix_with_spectrum(int m, int n, const std::vector<double>& sigma,
                                     std::uint64_t seed);
+
+/// The larger of two error measures, NaN where either is: std::max(worst,
+/// NaN) keeps `worst`, so a measure taken as a running maximum would
+/// report a column of NaN as no error at all (a full U whose last column
+/// was never written, NaN-filled, passed e2 that way).
+inline double worse_of(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::max(a, b);
+}
 
 /// Seed 002's accuracy metrics (§10.1), computed in double:
 ///   e1 = ||A - U S V^T||_1 / (n ||A||_1), e2 = ||I - U^T U||_1 / m,

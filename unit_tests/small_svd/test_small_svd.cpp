@@ -540,17 +540,19 @@ void check_jacobi_rotation() {
       continue;
     const auto rot = jacobi_rotation(Di, Dj, G);
     const double c = rot.c, s = rot.s, t = rot.t;
-    worst_norm = std::max(worst_norm, std::abs(c * c + s * s - 1) / u);
+    worst_norm = kwsvd::test::worse_of(worst_norm, std::abs(c * c + s * s - 1) / u);
     // New inner product cs (d_i - d_j) + (c^2 - s^2) g, relative to
     // sqrt(d_i d_j), in double from the rounded c and s.
     const double gnew = c * s * (double(Di) - double(Dj)) + (c * c - s * s) * double(G);
-    worst_orth = std::max(worst_orth, std::abs(gnew) / std::sqrt(double(Di) * double(Dj)) / u);
-    worst_tan = std::max(worst_tan, std::abs(t - s / c) / std::abs(s / c) / u);
+    worst_orth =
+        kwsvd::test::worse_of(worst_orth, std::abs(gnew) / std::sqrt(double(Di) * double(Dj)) / u);
+    worst_tan = kwsvd::test::worse_of(worst_tan, std::abs(t - s / c) / std::abs(s / c) / u);
     EXPECT_LE(std::abs(t), 1 + 8 * u);
     const Scalar t_old = kwsvd::Impl::jacobi_tangent(Di, Dj, G);
     const double c_old = kwsvd::Impl::rotation_cosine(t_old);
-    worst_old = std::max(worst_old, std::abs(c - c_old) / u);
-    worst_old = std::max(worst_old, std::abs(t - double(t_old)) / std::abs(double(t_old)) / u);
+    worst_old = kwsvd::test::worse_of(worst_old, std::abs(c - c_old) / u);
+    worst_old =
+        kwsvd::test::worse_of(worst_old, std::abs(t - double(t_old)) / std::abs(double(t_old)) / u);
   }
   EXPECT_LE(worst_norm, 3.0);  // 4 u with jacobi_tangent and rotation_cosine
   EXPECT_LE(worst_orth, 16.0);
