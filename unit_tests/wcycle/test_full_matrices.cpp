@@ -72,7 +72,8 @@ class FullMatrices : public kwsvd::test::ScalarLayoutTest<C> {
 using Cases = kwsvd::test::ScalarLayoutCases;
 TYPED_TEST_SUITE(FullMatrices, Cases);
 
-// Tall and wide through the level-0 kernel (few and many missing columns),
+// Tall and wide through the level-0 kernel (few and many missing columns;
+// 160 x 8 has enough for the GEMM tiles of complete_columns_by_compact_wy),
 // swept whole, and through the W-cycle's blocks at one level and at two,
 // with at most 32 columns (completed by one block of reflectors through its
 // Gram matrix) and more (40: two blocks, 70: three), with each job, sorted or not (unsorted: zero
@@ -86,7 +87,8 @@ TYPED_TEST(FullMatrices, ThinColumnsStayAndTheRestCompleteAnOrthonormalBasis) {
       {130, 120, false, {}}, {100, 101, false, {}},
       {70, 40, true, {}},    {200, 24, false, {}},
       {24, 200, false, {}},  {150, 120, false, kwsvd::test::two_level_widths<T>()},
-      {160, 70, false, {}}};
+      {160, 70, false, {}},  {160, 8, true, {}},
+      {8, 160, true, {}}};
   for (const auto& c : cases) {
     const auto mats = kwsvd::test::rank_deficient_batch<T>(c.m, c.n);
     for (const Job job :
@@ -145,7 +147,8 @@ TYPED_TEST(FullMatrices, RoundsUnderAWorkspaceLimitCompleteEveryMatrix) {
 TYPED_TEST(FullMatrices, SmallSvdAndRawPointersMatchTheHandle) {
   using T = typename TestFixture::Scalar;
   using L = typename TestFixture::Layout;
-  for (const auto& [m, n] : {std::pair<int, int>{24, 10}, std::pair<int, int>{10, 24}}) {
+  for (const auto& [m, n] :
+       {std::pair<int, int>{24, 10}, std::pair<int, int>{10, 24}, std::pair<int, int>{150, 10}}) {
     const auto mats = kwsvd::test::rank_deficient_batch<T>(m, n);
     kwsvd::SvdOptions options;
     options.full_matrices = true;
@@ -260,9 +263,11 @@ TYPED_TEST(FullMatrices, NonFiniteAndEmptyMatrices) {
 
 // The completion by reflectors spread over teams (the W-cycle's full sides:
 // prepare_reflector_completion by one team, then
-// complete_columns_from_reflectors on tiles of columns) against the one-team
-// completion (complete_orthonormal_columns), in three launches of one
-// functor: Phase 0 the one-team completion, 1 the preparation, 2 the tiles.
+// complete_columns_from_reflectors on tiles of columns) and as GEMM tiles on
+// one team (the level-0 full sides: complete_columns_by_compact_wy) against
+// the one-team completion (complete_orthonormal_columns), in launches of one
+// functor: Phase 0 the one-team completion, 1 the preparation, 2 the tiles,
+// 3 the one-team GEMM tiles.
 template <class Scalar, int Phase>
 struct SpreadCompletion {
   using Member = Kokkos::TeamPolicy<Exec>::member_type;
@@ -275,7 +280,7 @@ struct SpreadCompletion {
   int r0 = 0, tile = 1, chunk = 1;
 
   KOKKOS_INLINE_FUNCTION std::size_t scratch_scalars() const {
-    return Phase == 2 ? std::size_t(chunk) * tile_max : gram_scalars;
+    return Phase >= 2 ? std::size_t(chunk) * tile_max : gram_scalars;
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
@@ -288,6 +293,9 @@ struct SpreadCompletion {
                                                 scratch.data());
     } else if constexpr (Phase == 1) {
       kwsvd::Impl::prepare_reflector_completion(member, x, M, r0, K.data(), tau.data(), wy.data());
+    } else if constexpr (Phase == 3) {
+      kwsvd::Impl::complete_columns_by_compact_wy<tile_max>(
+          member, x, M, N, r0, K.data(), tau.data(), wy.data(), scratch.data(), chunk);
     } else {
       const int j0 = r0 + member.league_rank() * tile;
       kwsvd::Impl::complete_columns_from_reflectors<tile_max>(
@@ -305,11 +313,12 @@ struct SpreadCompletion {
   }
 };
 
-// Spread over tiles of any width up to the compiled one, in passes of any
-// count of reflectors, every column is the one-team completion's Q e_j up to
-// rounding (both apply the same reflectors: one team block by block, the
-// tiles as I - V T V^T), with one block of reflectors, two and three (a
-// partial one last) and none; the columns completed are orthonormal.
+// Spread over tiles of any width up to the compiled one, or on one team's
+// tiles of the compiled width, in passes of any count of reflectors, every
+// column is the one-team completion's Q e_j up to rounding (both apply the
+// same reflectors: one team block by block, the tiles as I - V T V^T), with
+// one block of reflectors, two and three (a partial one last) and none; the
+// columns completed are orthonormal.
 template <class T>
 void expect_spread_completion_matches_one_team() {
   using Matrix = Kokkos::View<T**, Kokkos::LayoutLeft>;
@@ -332,19 +341,28 @@ void expect_spread_completion_matches_one_team() {
     SpreadCompletion<T, 0> one_team{start(), K, tau, wy, r0};
     one_team.launch(1);
     const auto expected = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), one_team.left);
-    for (const auto& [tile, chunk] : {std::pair<int, int>{1, 128}, std::pair<int, int>{7, 16},
-                                      std::pair<int, int>{32, 5}, std::pair<int, int>{32, 128}}) {
-      const std::string at = std::to_string(M) + " x " + std::to_string(r0) + " tile " +
-                             std::to_string(tile) + " chunk " + std::to_string(chunk);
+    // tile 0: the one-team GEMM tiles.
+    for (const auto& [tile, chunk] :
+         {std::pair<int, int>{1, 128}, std::pair<int, int>{7, 16}, std::pair<int, int>{32, 5},
+          std::pair<int, int>{32, 128}, std::pair<int, int>{0, 5}, std::pair<int, int>{0, 16},
+          std::pair<int, int>{0, 128}}) {
+      const std::string at = std::to_string(M) + " x " + std::to_string(r0) +
+                             (tile > 0 ? " tile " + std::to_string(tile) : " one team") +
+                             " chunk " + std::to_string(chunk);
       const Matrix x = start();
-      SpreadCompletion<T, 1>{x, K, tau, wy, r0, tile, chunk}.launch(1);
-      SpreadCompletion<T, 2>{x, K, tau, wy, r0, tile, chunk}.launch((M - r0 + tile - 1) / tile);
+      if (tile > 0) {
+        SpreadCompletion<T, 1>{x, K, tau, wy, r0, tile, chunk}.launch(1);
+        SpreadCompletion<T, 2>{x, K, tau, wy, r0, tile, chunk}.launch((M - r0 + tile - 1) / tile);
+      } else {
+        SpreadCompletion<T, 3>{x, K, tau, wy, r0, tile, chunk}.launch(1);
+      }
       const auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x);
       std::vector<T> completed;
       double apart = 0;
       for (int j = r0; j < M; ++j)
         for (int i = 0; i < M; ++i) {
-          apart = std::max(apart, std::abs(double(got(i, j)) - double(expected(i, j))));
+          apart =
+              kwsvd::test::worse_of(apart, std::abs(double(got(i, j)) - double(expected(i, j))));
           completed.push_back(got(i, j));
         }
       EXPECT_LT(apart, 30 * u) << at;
@@ -353,21 +371,65 @@ void expect_spread_completion_matches_one_team() {
   }
 }
 
-TEST(FullSideCompletion, SpreadOverTeamsGivesTheOneTeamColumns) {
+TEST(FullSideCompletion, TilesOverTeamsOrOnOneGiveTheOneTeamColumns) {
   expect_spread_completion_matches_one_team<float>();
   expect_spread_completion_matches_one_team<double>();
 }
 
+// The level-0 full sides' plan (plan_full_side_scratch): GEMM tiles where
+// there are level0_full_side_tiles_min_cols columns to complete, with the
+// most reflectors per pass that fit this backend's scratch, never more than
+// two passes; else the one-team completion; a side that completes by
+// Gram-Schmidt alone never takes tiles.
+template <class T>
+void expect_level0_full_side_plan() {
+  const std::size_t limit = std::size_t(kwsvd::Impl::team_scratch_bytes_max<Exec>());
+  const auto bytes = [](int m, int n, int chunk) {
+    return kwsvd::Impl::full_side_scratch_bytes<Exec, T>(m, n, false, chunk);
+  };
+  for (const auto& [m, n] :
+       {std::pair<int, int>{32, 16}, std::pair<int, int>{16, 32}, std::pair<int, int>{100, 16},
+        std::pair<int, int>{500, 16}, std::pair<int, int>{600, 16}, std::pair<int, int>{470, 16},
+        std::pair<int, int>{215, 16}, std::pair<int, int>{200, 40},
+        std::pair<int, int>{2000, 16}}) {
+    const std::string at = std::to_string(m) + " x " + std::to_string(n);
+    const int k = std::min(m, n);
+    const auto plan = kwsvd::Impl::plan_full_side_scratch<Exec, T>({kwsvd::MatrixShape{m, n}});
+    const bool many = std::max(m, n) - k >= kwsvd::Impl::level0_full_side_tiles_min_cols;
+    int best = 0;  // the most reflectors per pass that fit, in at most two passes
+    for (int c = k; many && c > 0 && 2 * c >= k && best == 0; --c)
+      best = bytes(m, n, c) <= limit ? c : 0;
+    EXPECT_EQ(plan.chunk, best) << at;
+    if (best > 0) {
+      EXPECT_EQ(plan.bytes, bytes(m, n, best)) << at;
+    }
+  }
+  // One side with few columns to complete keeps the launch's columns per thread.
+  const auto few = kwsvd::Impl::plan_full_side_scratch<Exec, T>({{300, 8}, {32, 8}});
+  EXPECT_EQ(few.chunk, 0);
+  const auto gram_schmidt = kwsvd::Impl::plan_full_side_scratch<Exec, T>({{60, 50}, {50, 60}});
+  EXPECT_EQ(gram_schmidt.chunk, 0);
+  EXPECT_FALSE(kwsvd::Impl::completes_by_reflectors(60, 50));
+}
+
+TEST(FullSideCompletion, Level0PlanTakesTilesInAtMostTwoPasses) {
+  expect_level0_full_side_plan<float>();
+  expect_level0_full_side_plan<double>();
+}
+
 // A variable batch of level-0, block-rotation and empty matrices, tall and
 // wide (full sides completed by reflectors on tiles beside one by
-// Gram-Schmidt: 130 x 120), through a list of Views and through pointer
+// Gram-Schmidt: 130 x 120; level-0 ones by GEMM tiles on one team where
+// they have many columns to complete: 140 x 10), through a list of Views
+// and through pointer
 // arrays: the same values and thin columns as its thin call, every full side
 // orthonormal.
 TYPED_TEST(FullMatrices, VariableBatchCompletesEveryMatrix) {
   using T = typename TestFixture::Scalar;
   using L = typename TestFixture::Layout;
-  const std::vector<kwsvd::MatrixShape> shapes = {{20, 12}, {12, 20},  {90, 40}, {40, 90},  {6, 0},
-                                                  {33, 33}, {150, 70}, {2, 1},   {130, 120}};
+  const std::vector<kwsvd::MatrixShape> shapes = {{20, 12},   {12, 20},  {90, 40},  {40, 90},
+                                                  {6, 0},     {33, 33},  {150, 70}, {2, 1},
+                                                  {130, 120}, {140, 10}, {10, 140}};
   std::vector<std::vector<T>> mats;
   for (std::size_t b = 0; b < shapes.size(); ++b)
     mats.push_back(random_matrix<T>(shapes[b].rows, shapes[b].cols, 41u + b));

@@ -275,60 +275,112 @@ inline bool has_full_side(const SvdOptions& options, Job job, long m, long n) {
   return options.full_matrices && m != n && (m > n ? job_writes_u(job) : job_writes_v(job));
 }
 
+/// Columns per tile of a level-0 full side completed as GEMM tiles
+/// (complete_columns_by_compact_wy): each thread or lane sums a row of them
+/// in registers. 16, not the W-cycle's 32 (wcycle_full_side_tile_cols): this
+/// launch runs many teams at once, and 32 sums a row took the kernel to 254
+/// registers a thread and 12.5% occupancy (float 500 x 16 x 1000 on an
+/// H100: the launch took 1.68 ms with 32, 1.09 ms with 16 at 93 registers,
+/// 2.71 ms one column per thread).
+constexpr int level0_full_side_tile_cols = 16;
+
+/// The fewest columns to complete for which a level-0 full side goes by
+/// GEMM tiles: the preparation (the compact WY factor, a step per kept
+/// column) costs more than the tiles save on fewer. Whole calls with full U
+/// on an H100, one column per thread against tiles: float 32 x 16 x 10000
+/// 1.18 against 1.68 ms; 100 x 16 x 1000 within 6% either way; double 200 x
+/// 16 x 1000 1.80 against 1.22, float 500 x 16 x 1000 3.41 against 1.90.
+constexpr int level0_full_side_tiles_min_cols = 128;
+
 /// Level-0 scratch bytes of one team of FullSideCompletionFunctor for an m
-/// x n matrix: the completion's workspace and reflector factors
-/// (complete_orthonormal_columns), never more than the level-0 kernel's W
-/// and norms for the same shape, and with `gram` a block of the reflectors'
-/// Gram matrix (min(k, completion_gram_max_columns)^2 scalars, k = min(m,
-/// n)).
+/// x n matrix, k = min(m, n) kept columns: the completion's workspace
+/// (complete_orthonormal_columns: the reflectors, never more than the
+/// level-0 kernel's W for the same shape) and tau; with `gram` a block of the
+/// reflectors' Gram matrix (min(k, completion_gram_max_columns)^2 scalars);
+/// with `chunk` > 0, where the side completes by reflectors, their compact
+/// WY factor and W's rows for passes of min(chunk, k) reflectors instead
+/// (complete_columns_by_compact_wy).
 template <class ExecSpace, class Scalar>
-std::size_t full_side_scratch_bytes(int m, int n, bool gram) {
+std::size_t full_side_scratch_bytes(int m, int n, bool gram, int chunk = 0) {
   const int rows = m > n ? m : n, k = m < n ? m : n;
-  return scratch_bytes_for<ExecSpace, Scalar>(completion_work_scalars(rows, rows, k)) +
-         scratch_bytes_for<ExecSpace, Scalar>(std::size_t(k)) +
-         (gram ? scratch_bytes_for<ExecSpace, Scalar>(completion_gram_scalars(k)) : 0);
+  const std::size_t base =
+      scratch_bytes_for<ExecSpace, Scalar>(completion_work_scalars(rows, rows, k)) +
+      scratch_bytes_for<ExecSpace, Scalar>(std::size_t(k));
+  if (chunk > 0 && completes_by_reflectors(rows, k))
+    return base + scratch_bytes_for<ExecSpace, Scalar>(completion_wy_scalars(k)) +
+           scratch_bytes_for<ExecSpace, Scalar>(std::size_t(std::min(chunk, k)) *
+                                                level0_full_side_tile_cols);
+  return base + (gram ? scratch_bytes_for<ExecSpace, Scalar>(completion_gram_scalars(k)) : 0);
 }
 
 /// The scratch a FullSideCompletionFunctor launch over matrices of these
-/// shapes takes: with the reflectors' Gram matrices where that fits level-0
-/// scratch for all of them (`gram` set), else without; `several_blocks`
-/// where some matrix completes from more than completion_gram_max_columns
-/// columns (the launch then takes the functor's instance that can).
+/// shapes takes, and how it completes them. `chunk` > 0: by GEMM tiles
+/// (complete_columns_by_compact_wy) in passes of `chunk` reflectors, where
+/// every side completed by reflectors has at least
+/// level0_full_side_tiles_min_cols columns to complete and that fits
+/// level-0 scratch for all of them in at most two passes (each pass past
+/// the first reads the columns back). Else with the reflectors'
+/// Gram matrices where those fit (`gram` set), else without;
+/// `several_blocks` where some matrix completes from more than
+/// completion_gram_max_columns columns (the launch then takes the
+/// functor's instance that can).
 struct FullSideScratch {
   std::size_t bytes = 0;
   bool gram = false;
   bool several_blocks = false;
+  int chunk = 0;
 };
 template <class ExecSpace, class Scalar>
 FullSideScratch plan_full_side_scratch(const std::vector<MatrixShape>& shapes) {
-  FullSideScratch with{0, true, false}, without{0, false, false};
+  const std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
+  const auto bytes_max = [&](bool gram, int chunk) {
+    std::size_t bytes = 0;
+    for (const auto& s : shapes)
+      bytes =
+          std::max(bytes, full_side_scratch_bytes<ExecSpace, Scalar>(s.rows, s.cols, gram, chunk));
+    return bytes;
+  };
+  int reflectors = 0;  // the most kept columns of a side completed by reflectors
+  bool many = true;    // each such side has level0_full_side_tiles_min_cols to complete
   for (const auto& s : shapes) {
+    const int rows = std::max(s.rows, s.cols), k = std::min(s.rows, s.cols);
+    if (completes_by_reflectors(rows, k)) {
+      reflectors = std::max(reflectors, k);
+      many = many && rows - k >= level0_full_side_tiles_min_cols;
+    }
+  }
+  if (!many)
+    reflectors = 0;
+  for (int chunk = std::min(reflectors, completion_wy_chunk_max);
+       chunk > 0 && 2 * chunk >= reflectors; --chunk)
+    if (const std::size_t bytes = bytes_max(false, chunk); bytes <= limit)
+      return {bytes, false, false, chunk};
+  FullSideScratch with{bytes_max(true, 0), true, false}, without{bytes_max(false, 0), false, false};
+  for (const auto& s : shapes)
     with.several_blocks =
         with.several_blocks || std::min(s.rows, s.cols) > completion_gram_max_columns;
-    with.bytes =
-        std::max(with.bytes, full_side_scratch_bytes<ExecSpace, Scalar>(s.rows, s.cols, true));
-    without.bytes =
-        std::max(without.bytes, full_side_scratch_bytes<ExecSpace, Scalar>(s.rows, s.cols, false));
-  }
   without.several_blocks = with.several_blocks;
-  return with.bytes <= std::size_t(team_scratch_bytes_max<ExecSpace>()) ? with : without;
+  return with.bytes <= limit ? with : without;
 }
 
 /// SvdOptions::full_matrices after the level-0 kernel: the longer side of
 /// each matrix (U of a tall one, V of a wide one; slots(b), `count` of
 /// them), whose first k = min(m, n) columns the kernel wrote, completed to a
-/// square orthonormal matrix (complete_orthonormal_columns), a team per
-/// matrix, its workspace in scratch (with the reflectors' Gram matrix where
-/// `gram`). Matrices without such a side, or with non-finite input (already
-/// NaN throughout), are left alone; an empty matrix (k = 0) gets the
-/// identity. `SeveralBlocks`: compiled for k > completion_gram_max_columns
-/// (complete_orthonormal_columns).
-template <class ExecSpace, class Scalar, class Slots, bool SeveralBlocks>
+/// square orthonormal matrix, a team per matrix, its workspace in scratch
+/// (plan_full_side_scratch): with `chunk` > 0 a side completed by
+/// reflectors goes by GEMM tiles (complete_columns_by_compact_wy; compiled
+/// with `Tiles`), else by complete_orthonormal_columns (with the reflectors'
+/// Gram matrix where `gram`). Matrices without such a side, or with
+/// non-finite input (already NaN throughout), are left alone; an empty
+/// matrix (k = 0) gets the identity. `SeveralBlocks`: compiled for k >
+/// completion_gram_max_columns (complete_orthonormal_columns).
+template <class ExecSpace, class Scalar, class Slots, bool SeveralBlocks, bool Tiles = false>
 struct FullSideCompletionFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using ScratchVector = TeamScratch<ExecSpace, Scalar>;
   Slots slots;
   bool gram;
+  int chunk = 0;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const MatrixSlot<Scalar> slot = slots(member.league_rank());
@@ -338,6 +390,17 @@ struct FullSideCompletionFunctor {
       return;
     ScratchVector work(member.team_scratch(0), completion_work_scalars(side.rows, side.cols, k));
     ScratchVector tau(member.team_scratch(0), std::size_t(k));
+    if constexpr (Tiles) {
+      if (completes_by_reflectors(side.cols, k)) {
+        const int pass = k < 1 ? 1 : chunk < k ? chunk : k;  // reflectors per pass
+        ScratchVector wy(member.team_scratch(0), completion_wy_scalars(k));
+        ScratchVector w(member.team_scratch(0), std::size_t(pass) * level0_full_side_tile_cols);
+        complete_columns_by_compact_wy<level0_full_side_tile_cols>(
+            member, side, side.rows, side.cols, k, work.data(), tau.data(), wy.data(), w.data(),
+            pass);
+        return;
+      }
+    }
     ScratchVector g(member.team_scratch(0), gram ? completion_gram_scalars(k) : 0);
     complete_orthonormal_columns<SeveralBlocks>(member, side, side.rows, side.cols, k, work.data(),
                                                 tau.data(), gram ? g.data() : nullptr);
@@ -354,7 +417,11 @@ void launch_full_side_completion(const ExecSpace& exec, const Slots& slots, int 
   const int lanes = std::min(8, vector_length_max<ExecSpace>());
   Kokkos::TeamPolicy<ExecSpace> policy(exec, count, Kokkos::AUTO, lanes);
   policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch.bytes)));
-  if (scratch.several_blocks)
+  if (scratch.chunk > 0)
+    Kokkos::parallel_for("kwsvd::complete_full_side", policy,
+                         FullSideCompletionFunctor<ExecSpace, Scalar, Slots, false, true>{
+                             slots, false, scratch.chunk});
+  else if (scratch.several_blocks)
     Kokkos::parallel_for(
         "kwsvd::complete_full_side", policy,
         FullSideCompletionFunctor<ExecSpace, Scalar, Slots, true>{slots, scratch.gram});

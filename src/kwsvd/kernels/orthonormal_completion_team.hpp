@@ -396,6 +396,30 @@ KOKKOS_INLINE_FUNCTION void complete_columns_from_reflectors(const Member& membe
   }
 }
 
+/// The completion by reflectors of one matrix on one team, as GEMM tiles
+/// (a level-0 full side: SvdOptions::full_matrices after the level-0
+/// kernel): the reflectors and their compact WY factor
+/// (prepare_reflector_completion, into K, tau and `wy`), then columns r0 ..
+/// N - 1 of `left` Tile at a time (complete_columns_from_reflectors, W's rows
+/// in `w`, passes of `chunk` reflectors): each row's Tile sums stay in
+/// registers, where complete_columns_by_reflectors gives each column a team
+/// thread whose coefficients sit in a local array, read at every update.
+/// `K`: M r0 scalars, `tau`: r0, `wy`: completion_wy_scalars(r0), `w`:
+/// chunk Tile. Collective over the team.
+template <int Tile, class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void complete_columns_by_compact_wy(const Member& member,
+                                                           const StridedMatrix<Scalar>& left, int M,
+                                                           int N, int r0, Scalar* K, Scalar* tau,
+                                                           Scalar* wy, Scalar* w, int chunk) {
+  prepare_reflector_completion(member, left, M, r0, K, tau, wy);
+  for (int j0 = r0; j0 < N; j0 += Tile) {
+    if (j0 > r0)
+      member.team_barrier();  // the previous tile's rows of W are read
+    complete_columns_from_reflectors<Tile>(member, left, M, j0, j0 + Tile < N ? j0 + Tile : N, r0,
+                                           K, wy, w, chunk);
+  }
+}
+
 /// The completion by reflectors, for many columns
 /// (complete_orthonormal_columns): the Householder QR of the kept columns K = left(:, 0 .. r0 - 1)
 /// = Q R gives Q, whose columns r0 .. N - 1 are orthonormal and orthogonal to K's span; column j of
