@@ -385,7 +385,7 @@ struct FullSideCompletionFunctor {
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const MatrixSlot<Scalar> slot = slots(member.league_rank());
     const int k = slot.a.rows < slot.a.cols ? slot.a.rows : slot.a.cols;
-    const StridedMatrix<Scalar> side = slot.a.rows < slot.a.cols ? slot.v : slot.u;
+    const StridedMatrix<Scalar> side = working_left_side(slot, slot.a.rows < slot.a.cols);
     if (side.data == nullptr || side.cols <= k || slot.info->nonfinite_input != 0)
       return;
     ScratchVector work(member.team_scratch(0), completion_work_scalars(side.rows, side.cols, k));

@@ -27,6 +27,14 @@ struct MatrixSlot {
   SvdInfo* info = nullptr;
 };
 
+/// The side of a slot whose columns are its working matrix's left vectors:
+/// U, or V for a matrix worked on as its transpose (a wide one).
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION StridedMatrix<Scalar> working_left_side(const MatrixSlot<Scalar>& slot,
+                                                               bool transposed) {
+  return transposed ? slot.v : slot.u;
+}
+
 /// Whether two slots name the same storage, shapes and strides (host code:
 /// a reused handle compares the slots of a call with those it last uploaded).
 template <class T>

@@ -225,27 +225,26 @@ KOKKOS_INLINE_FUNCTION void apply_reflector_block(const Member& member,
 /// and a read-modify-write pass of the column per reflector (full U of 500 x
 /// 16 double x 1000 on an H100: 61.6 ms by reflectors applied in turn, the
 /// thin SVD 1.7 ms; 1000 x 64 x 100: 257 ms in turn, 72 ms by blocks, one
-/// team per matrix). `block_gram(q, b0, b1)` puts block q's Gram matrix in
-/// `gram` (completion_gram_max_columns^2 scalars), collectively, without a
-/// barrier. With r0 <= completion_gram_max_columns this is the one block
-/// applied to e_j, and only `SeveralBlocks` compiles the later blocks, whose
-/// dots' lane reduction takes registers that the one-block shapes pay for in
-/// occupancy (full U of 100 x 16 double x 1000 after the level-0 kernel,
-/// H100: 0.60 ms without it compiled in, 0.76 with).
-template <bool SeveralBlocks, class Member, class Scalar, class BlockGram>
+/// team per matrix). Each block's Gram matrix goes to `gram`
+/// (completion_gram_max_columns^2 scalars; reflector_block_gram). With r0 <=
+/// completion_gram_max_columns this is the one block applied to e_j, and only `SeveralBlocks`
+/// compiles the later blocks, whose dots' lane reduction takes registers that the one-block shapes
+/// pay for in occupancy (full U of 100 x 16 double x 1000 after the level-0 kernel, H100: 0.60 ms
+/// without it compiled in, 0.76 with).
+template <bool SeveralBlocks, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void apply_reflector_blocks_to_unit_vectors(
     const Member& member, const StridedMatrix<Scalar>& left, int M, int j0, int j1, int r0,
-    const Scalar* K, const Scalar* tau, Scalar* gram, const BlockGram& block_gram) {
+    const Scalar* K, const Scalar* tau, Scalar* gram) {
   const int first_b0 = SeveralBlocks ? reflector_block_begin(r0, 0) : 0;
   // With no kept columns (r0 = 0) the block is empty and Q e_j = e_j.
-  block_gram(0, first_b0, r0);
+  reflector_block_gram(member, M, K, first_b0, r0, gram);
   member.team_barrier();
   apply_reflector_block<true>(member, left, M, j0, j1, K, tau, gram, first_b0, r0);
   if constexpr (SeveralBlocks) {
     for (int q = 1, b1 = first_b0; b1 > 0; ++q) {
       const int b0 = reflector_block_begin(r0, q);
       member.team_barrier();  // this block's Gram matrix takes `gram`
-      block_gram(q, b0, b1);
+      reflector_block_gram(member, M, K, b0, b1, gram);
       member.team_barrier();
       apply_reflector_block<false>(member, left, M, j0, j1, K, tau, gram, b0, b1);
       b1 = b0;
@@ -439,10 +438,7 @@ KOKKOS_INLINE_FUNCTION void complete_columns_by_reflectors(const Member& member,
   householder_reflectors(member, left, M, r0, K, tau);
   const auto k_at = [&](int r, int c) { return K[r + std::size_t(M) * c]; };
   if (gram != nullptr && (SeveralBlocks || r0 <= completion_gram_max_columns)) {
-    apply_reflector_blocks_to_unit_vectors<SeveralBlocks>(
-        member, left, M, r0, N, r0, K, tau, gram, [&](const int, const int b0, const int b1) {
-          reflector_block_gram(member, M, K, b0, b1, gram);
-        });
+    apply_reflector_blocks_to_unit_vectors<SeveralBlocks>(member, left, M, r0, N, r0, K, tau, gram);
     return;
   }
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, r0, N), [&](const int j) {

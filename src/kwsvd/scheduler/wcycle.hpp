@@ -646,7 +646,7 @@ class WcycleLevelSolver {
             if (nonfinite[b] != 0 || g.cols == 0)
               return;
             const MatrixSlot<Scalar> slot = slots(b);
-            const StridedMatrix<Scalar> left = g.transpose != 0 ? slot.v : slot.u;
+            const StridedMatrix<Scalar> left = working_left_side(slot, g.transpose != 0);
             if (left.data == nullptr)  // the job does not compute them
               return;
             // The first zero value among the columns written (all N, or the
@@ -676,7 +676,7 @@ class WcycleLevelSolver {
         if (nonfinite[b] != 0)
           return;
         const MatrixSlot<Scalar> slot = slots(b);
-        const StridedMatrix<Scalar> left = g.transpose != 0 ? slot.v : slot.u;
+        const StridedMatrix<Scalar> left = working_left_side(slot, g.transpose != 0);
         if (left.data == nullptr)
           return;
         prepare_reflector_completion(member, left, g.rows, g.cols, W + g.w_offset,
@@ -728,7 +728,7 @@ class WcycleLevelSolver {
             return;
           const WorkGeometry g = geometry[b];
           const MatrixSlot<Scalar> slot = slots(b);
-          const StridedMatrix<Scalar> left = g.transpose != 0 ? slot.v : slot.u;
+          const StridedMatrix<Scalar> left = working_left_side(slot, g.transpose != 0);
           if (left.data == nullptr)
             return;
           ScratchVector w(member.team_scratch(0), w_scalars);
