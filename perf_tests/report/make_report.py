@@ -34,6 +34,7 @@ EXPERIMENTS = OrderedDict(
         ("seed002_square", "seed 002: square to 1000, batch 1000"),
         ("seed002_tall", "seed 002: tall n = 16, batch 1000"),
         ("mixed_small", "mixed small sizes: shapes uniform in [1, 32]^2, every 100th 64 x 64, batch 10000"),
+        ("tall_k", "tall and wide with 64 to 256 columns, batch 100"),
     ]
 )
 TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
