@@ -20,4 +20,26 @@ KOKKOS_INLINE_FUNCTION int quotient(int q, int d, float inv_d) {
   return q < (1 << 22) ? small_quotient(q, inv_d) : q / d;
 }
 
+/// Position (P, Q), P <= Q, of upper-triangle block e of a w x w block grid:
+/// rows P and w - 1 - P are folded into one row of w + 1 blocks, so the
+/// w (w + 1) / 2 blocks map onto a rectangle without a square root.
+/// inv_w1 = 1 / (w + 1) as a float (see small_quotient).
+KOKKOS_INLINE_FUNCTION void upper_block(int w, float inv_w1, int e, int& P, int& Q) {
+  const int folded = w / 2;  // full folded rows
+  const int fr = small_quotient(e, inv_w1);
+  if (fr < folded) {
+    const int k = e - fr * (w + 1);
+    if (k < w - fr) {
+      P = fr;
+      Q = fr + k;
+    } else {
+      P = w - 1 - fr;
+      Q = P + (k - (w - fr));
+    }
+  } else {  // odd w: the middle row, (w + 1) / 2 blocks
+    P = folded;
+    Q = P + (e - folded * (w + 1));
+  }
+}
+
 }  // namespace kwsvd::Impl

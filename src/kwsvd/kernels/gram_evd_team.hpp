@@ -263,28 +263,6 @@ KOKKOS_INLINE_FUNCTION void for_team_items_from(const Member& member, int first_
   });
 }
 
-/// Position (P, Q), P <= Q, of upper-triangle block e of a w x w block grid:
-/// rows P and w - 1 - P are folded into one row of w + 1 blocks, so the
-/// w (w + 1) / 2 blocks map onto a rectangle without a square root.
-/// inv_w1 = 1 / (w + 1) as a float (see small_quotient).
-KOKKOS_INLINE_FUNCTION void upper_block(int w, float inv_w1, int e, int& P, int& Q) {
-  const int folded = w / 2;  // full folded rows
-  const int fr = small_quotient(e, inv_w1);
-  if (fr < folded) {
-    const int k = e - fr * (w + 1);
-    if (k < w - fr) {
-      P = fr;
-      Q = fr + k;
-    } else {
-      P = w - 1 - fr;
-      Q = P + (k - (w - fr));
-    }
-  } else {  // odd w: the middle row, (w + 1) / 2 blocks
-    P = folded;
-    Q = P + (e - folded * (w + 1));
-  }
-}
-
 /// How a run to convergence finds that it has converged; every rule gives
 /// the same B and J (a step that rotates nothing changes nothing), they
 /// differ in the steps they run and the work they add to each.

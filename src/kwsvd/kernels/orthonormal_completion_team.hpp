@@ -8,6 +8,7 @@
 
 #include <cstddef>
 
+#include "kwsvd/impl/index_math.hpp"
 #include "kwsvd/impl/kokkos_compat.hpp"
 #include "kwsvd/impl/matrix_slot.hpp"
 #include "kwsvd/impl/strided_matrix.hpp"
@@ -146,22 +147,32 @@ struct CompletionDots {
 };
 
 /// The Gram matrix of reflectors b0 .. b1 - 1 of K (M x r0, v_k zero above
-/// row k) into `gram` ((b1 - b0)^2 scalars, leading dimension b1 - b0):
-/// each entry summed over a thread's vector lanes. Collective over the team;
-/// no barrier.
+/// row k) into `gram` ((b1 - b0)^2 scalars, leading dimension b1 - b0): the
+/// entries v_k^T v_l for k < l, at (k, l), the only ones
+/// apply_reflector_block reads, spread evenly over the team's threads (the
+/// pair from its index once: upper_block), each summed over the rows from
+/// b0 + l (v_l is zero above them) on the thread's vector lanes. All nb^2
+/// entries as lane sums over every row, each row's term testing its zero
+/// from a column pair found by a division, took a fifth of the completion
+/// launch's instructions after the level-0 kernel (float 32 x 16 x 10000,
+/// Nsight Compute on an H100). Collective over the team; no barrier.
 template <class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void reflector_block_gram(const Member& member, int M, const Scalar* K,
                                                  int b0, int b1, Scalar* gram) {
   const int nb = b1 - b0;
-  for_each_lane_sum<Scalar>(
-      member, nb * nb, M - b0,
-      [&](const int p, const int i) {
-        const int k = p % nb, l = p / nb, r = b0 + i;
-        return i >= (k > l ? k : l)
-                   ? K[r + std::size_t(M) * (b0 + k)] * K[r + std::size_t(M) * (b0 + l)]
-                   : Scalar(0);
-      },
-      [&](const int p, const Scalar dot) { gram[p] = dot; });
+  const float inv_nb = 1.0f / float(nb > 0 ? nb : 1);
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, nb * (nb - 1) / 2), [&](const int p) {
+    int k, l;  // k < l: (k, l - 1) of the upper triangle of an (nb - 1)^2 grid
+    upper_block(nb - 1, inv_nb, p, k, l);
+    ++l;
+    const Scalar* const vk = K + std::size_t(M) * (b0 + k);
+    const Scalar* const vl = K + std::size_t(M) * (b0 + l);
+    Scalar dot = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(member, b0 + l, M),
+        [&](const int r, Scalar& acc) { acc += vk[r] * vl[r]; }, dot);
+    Kokkos::single(Kokkos::PerThread(member), [&]() { gram[k + std::size_t(nb) * l] = dot; });
+  });
 }
 
 /// Columns j0 .. j1 - 1 of `left` (each j >= r0, the count of reflectors in
