@@ -208,6 +208,9 @@ constexpr std::size_t no_full_side_tiles = ~std::size_t(0);
 struct FullSideTile {
   int matrix = 0;
   int col = 0, cols = 0;
+  /// The matrix's full_side_wy_offset_ again: the tiles' launch reading it
+  /// from there measured 2 to 10% slower on an H100 (full U of tall_k,
+  /// perf_tests/notes/wcycle.md, forty-ninth session).
   std::size_t wy = 0;
 };
 
