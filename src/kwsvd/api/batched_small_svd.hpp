@@ -292,14 +292,21 @@ constexpr int level0_full_side_tile_cols = 16;
 /// 16 x 1000 1.80 against 1.22, float 500 x 16 x 1000 3.41 against 1.90.
 constexpr int level0_full_side_tiles_min_cols = 128;
 
+/// Reflectors per pass of a level-0 full side's GEMM tiles over k kept
+/// columns, for a launch planned with passes of `chunk`: at least one, so
+/// that a side with no kept columns still takes its one pass (writing e_j).
+KOKKOS_INLINE_FUNCTION constexpr int level0_full_side_pass(int chunk, int k) {
+  return k < 1 ? 1 : chunk < k ? chunk : k;
+}
+
 /// Level-0 scratch bytes of one team of FullSideCompletionFunctor for an m
 /// x n matrix, k = min(m, n) kept columns: the completion's workspace
 /// (complete_orthonormal_columns: the reflectors, never more than the
 /// level-0 kernel's W for the same shape) and tau; with `gram` a block of the
 /// reflectors' Gram matrix (min(k, completion_gram_max_columns)^2 scalars);
 /// with `chunk` > 0, where the side completes by reflectors, their compact
-/// WY factor and W's rows for passes of min(chunk, k) reflectors instead
-/// (complete_columns_by_compact_wy).
+/// WY factor and W's rows for passes of level0_full_side_pass(chunk, k)
+/// reflectors instead (complete_columns_by_compact_wy).
 template <class ExecSpace, class Scalar>
 std::size_t full_side_scratch_bytes(int m, int n, bool gram, int chunk = 0) {
   const int rows = m > n ? m : n, k = m < n ? m : n;
@@ -308,7 +315,7 @@ std::size_t full_side_scratch_bytes(int m, int n, bool gram, int chunk = 0) {
       scratch_bytes_for<ExecSpace, Scalar>(std::size_t(k));
   if (chunk > 0 && completes_by_reflectors(rows, k))
     return base + scratch_bytes_for<ExecSpace, Scalar>(completion_wy_scalars(k)) +
-           scratch_bytes_for<ExecSpace, Scalar>(std::size_t(std::min(chunk, k)) *
+           scratch_bytes_for<ExecSpace, Scalar>(std::size_t(level0_full_side_pass(chunk, k)) *
                                                 level0_full_side_tile_cols);
   return base + (gram ? scratch_bytes_for<ExecSpace, Scalar>(completion_gram_scalars(k)) : 0);
 }
@@ -340,17 +347,20 @@ FullSideScratch plan_full_side_scratch(const std::vector<MatrixShape>& shapes) {
           std::max(bytes, full_side_scratch_bytes<ExecSpace, Scalar>(s.rows, s.cols, gram, chunk));
     return bytes;
   };
-  int reflectors = 0;  // the most kept columns of a side completed by reflectors
-  bool many = true;    // each such side has level0_full_side_tiles_min_cols to complete
+  // The most kept columns of a side completed by reflectors; 0 (no tiles)
+  // where one such side has fewer than level0_full_side_tiles_min_cols to
+  // complete.
+  int reflectors = 0;
   for (const auto& s : shapes) {
     const int rows = std::max(s.rows, s.cols), k = std::min(s.rows, s.cols);
-    if (completes_by_reflectors(rows, k)) {
-      reflectors = std::max(reflectors, k);
-      many = many && rows - k >= level0_full_side_tiles_min_cols;
+    if (!completes_by_reflectors(rows, k))
+      continue;
+    if (rows - k < level0_full_side_tiles_min_cols) {
+      reflectors = 0;
+      break;
     }
+    reflectors = std::max(reflectors, k);
   }
-  if (!many)
-    reflectors = 0;
   for (int chunk = std::min(reflectors, completion_wy_chunk_max);
        chunk > 0 && 2 * chunk >= reflectors; --chunk)
     if (const std::size_t bytes = bytes_max(false, chunk); bytes <= limit)
@@ -392,7 +402,7 @@ struct FullSideCompletionFunctor {
     ScratchVector tau(member.team_scratch(0), std::size_t(k));
     if constexpr (Tiles) {
       if (completes_by_reflectors(side.cols, k)) {
-        const int pass = k < 1 ? 1 : chunk < k ? chunk : k;  // reflectors per pass
+        const int pass = level0_full_side_pass(chunk, k);
         ScratchVector wy(member.team_scratch(0), completion_wy_scalars(k));
         ScratchVector w(member.team_scratch(0), std::size_t(pass) * level0_full_side_tile_cols);
         complete_columns_by_compact_wy<level0_full_side_tile_cols>(
