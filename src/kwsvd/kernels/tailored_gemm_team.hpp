@@ -479,18 +479,20 @@ struct GramChunkPrefetch {
   /// Entries: r | c << 16 of each entry in a full chunk, or -1 past its
   /// end. Column runs: [u] the run's offset from the chunk's first row
   /// (-1 for a missing column, whose run is zeros), [runs + u] its first
-  /// row r | c << 16, or -1 past the chunk's end.
-  int rc[entries];
+  /// row r | c << 16, or -1 past the chunk's end. The way is a template
+  /// argument, not a run-time flag, so that a kernel's column-run path
+  /// holds only its 2 runs positions (see gram_plate_team_pipelined).
+  static constexpr int positions = ColumnRuns ? 2 * runs : entries;
+  int rc[positions];
   Scalar v[entries];
-  bool column_runs;
 
-  KOKKOS_INLINE_FUNCTION GramChunkPrefetch(const BlockPairTask<Scalar>& t, const PlateSegment& seg,
-                                           int w, int chunk_rows, int rank, int threads)
-      : column_runs(ColumnRuns && gram_column_runs_fit(t, seg, w, chunk_rows, threads)) {
+  /// ColumnRuns requires gram_column_runs_fit of the segment.
+  KOKKOS_INLINE_FUNCTION GramChunkPrefetch(const BlockPairTask<Scalar>& t, int w, int chunk_rows,
+                                           int rank, int threads) {
     KWSVD_UNROLL
-    for (int u = 0; u < entries; ++u)
+    for (int u = 0; u < positions; ++u)
       rc[u] = -1;
-    if (ColumnRuns && column_runs) {
+    if constexpr (ColumnRuns) {
       const int run_rows = chunk_rows / per;  // whole runs (gram_column_runs_fit)
       const float inv_run_rows = 1.0f / float(run_rows);
       KWSVD_UNROLL
@@ -503,23 +505,23 @@ struct GramChunkPrefetch {
           rc[runs + u] = r | (c << 16);
         }
       }
-      return;
-    }
-    const PairEntryWalk walk(t, w, chunk_rows);
-    KWSVD_UNROLL
-    for (int u = 0; u < entries; ++u) {
-      const int e = rank + u * threads;
-      if (e < walk.total) {
-        int r, c;
-        walk.entry(e, r, c);
-        rc[u] = r | (c << 16);
+    } else {
+      const PairEntryWalk walk(t, w, chunk_rows);
+      KWSVD_UNROLL
+      for (int u = 0; u < entries; ++u) {
+        const int e = rank + u * threads;
+        if (e < walk.total) {
+          int r, c;
+          walk.entry(e, r, c);
+          rc[u] = r | (c << 16);
+        }
       }
     }
   }
 
   /// Loads the entries of the chunk of `rows` rows starting at row `row0`.
   KOKKOS_INLINE_FUNCTION void fetch(const BlockPairTask<Scalar>& t, int w, int row0, int rows) {
-    if (ColumnRuns && column_runs) {
+    if constexpr (ColumnRuns) {
       KWSVD_UNROLL
       for (int u = 0; u < entries; ++u)
         v[u] = Scalar(0);
@@ -541,14 +543,14 @@ struct GramChunkPrefetch {
               v[u * per + k] = base[rc[u] + k];
         }
       }
-      return;
-    }
-    KWSVD_UNROLL
-    for (int u = 0; u < entries; ++u) {
-      v[u] = Scalar(0);
-      const int r = rc[u] & 0xffff, col = t.column(rc[u] >> 16, w);
-      if (rc[u] >= 0 && r < rows && col >= 0)
-        v[u] = t.data[(row0 + r) * t.row_stride + col * t.col_stride];
+    } else {
+      KWSVD_UNROLL
+      for (int u = 0; u < entries; ++u) {
+        v[u] = Scalar(0);
+        const int r = rc[u] & 0xffff, col = t.column(rc[u] >> 16, w);
+        if (rc[u] >= 0 && r < rows && col >= 0)
+          v[u] = t.data[(row0 + r) * t.row_stride + col * t.col_stride];
+      }
     }
   }
 
@@ -562,7 +564,7 @@ struct GramChunkPrefetch {
   /// any fixed order.
   KOKKOS_INLINE_FUNCTION int store(Scalar* X, int w, int rows) const {
     const int ld = gram_chunk_ld<Scalar>(w);
-    if (ColumnRuns && column_runs) {
+    if constexpr (ColumnRuns) {
       const int run_rows = (rows + per - 1) / per;
       KWSVD_UNROLL
       for (int u = 0; u < runs; ++u) {
@@ -575,14 +577,15 @@ struct GramChunkPrefetch {
           x[k * run_rows * ld] = v[u * per + k];
       }
       return run_rows * per;
+    } else {
+      KWSVD_UNROLL
+      for (int u = 0; u < entries; ++u) {
+        const int r = rc[u] & 0xffff, c = rc[u] >> 16;
+        if (rc[u] >= 0 && r < rows)
+          X[r * ld + gram_chunk_position<Scalar>(c, w)] = v[u];
+      }
+      return rows;
     }
-    KWSVD_UNROLL
-    for (int u = 0; u < entries; ++u) {
-      const int r = rc[u] & 0xffff, c = rc[u] >> 16;
-      if (rc[u] >= 0 && r < rows)
-        X[r * ld + gram_chunk_position<Scalar>(c, w)] = v[u];
-    }
-    return rows;
   }
 };
 
@@ -619,24 +622,48 @@ KOKKOS_INLINE_FUNCTION void gram_plate_team_pipelined(const Member& member,
   int own_P, own_Q;
   gram_item_position<ItemCols>(own_i, own_P, own_Q);
   GramTile<Scalar, ItemCols> own;
-  GramChunkPrefetch<Scalar, ColumnRuns> prefetch(t, seg, w, chunk_rows, rank, threads);
-  prefetch.fetch(t, w, seg.row_begin, seg.rows < chunk_rows ? seg.rows : chunk_rows);
-  member.team_barrier();  // the previous segment is done with the scratch
-  int k = 0;
-  for (int c0 = 0; c0 < seg.rows; c0 += chunk_rows, ++k) {
-    const int rows = seg.rows - c0 < chunk_rows ? seg.rows - c0 : chunk_rows;
-    Scalar* const X = (k & 1) ? X1 : X0;
-    // X was last read while computing chunk k - 2, before the previous
-    // barrier.
-    const int stored = prefetch.store(X, w, rows);
-    member.team_barrier();
-    const int next = c0 + chunk_rows;
-    if (next < seg.rows)
-      prefetch.fetch(t, w, seg.row_begin + next,
-                     seg.rows - next < chunk_rows ? seg.rows - next : chunk_rows);
-    const int group_rows = (stored + groups - 1) / groups, r_begin = own_g * group_rows;
-    gram_tile_rows(X, w, own_P, own_Q, r_begin,
-                   r_begin + group_rows < stored ? r_begin + group_rows : stored, own);
+  const auto chunks = [&](auto runs) {
+    GramChunkPrefetch<Scalar, decltype(runs)::value> prefetch(t, w, chunk_rows, rank, threads);
+    prefetch.fetch(t, w, seg.row_begin, seg.rows < chunk_rows ? seg.rows : chunk_rows);
+    member.team_barrier();  // the previous segment is done with the scratch
+    int k = 0;
+    for (int c0 = 0; c0 < seg.rows; c0 += chunk_rows, ++k) {
+      const int rows = seg.rows - c0 < chunk_rows ? seg.rows - c0 : chunk_rows;
+      Scalar* const X = (k & 1) ? X1 : X0;
+      // X was last read while computing chunk k - 2, before the previous
+      // barrier.
+      const int stored = prefetch.store(X, w, rows);
+      member.team_barrier();
+      const int next = c0 + chunk_rows;
+      if (next < seg.rows)
+        prefetch.fetch(t, w, seg.row_begin + next,
+                       seg.rows - next < chunk_rows ? seg.rows - next : chunk_rows);
+      const int group_rows = (stored + groups - 1) / groups, r_begin = own_g * group_rows;
+      gram_tile_rows(X, w, own_P, own_Q, r_begin,
+                     r_begin + group_rows < stored ? r_begin + group_rows : stored, own);
+    }
+  };
+  if constexpr (ColumnRuns) {
+    if (gram_column_runs_fit(t, seg, w, chunk_rows, threads)) {
+      chunks(std::true_type());
+    } else {
+      // A segment without column runs in the kernel that has them: chunks
+      // loaded by the team, no registers carried across the product.
+      // Pipelining it as well put both ways' positions in one kernel and
+      // made the column-run path spill (ptxas: 100 bytes at 64 registers;
+      // 0 without this path's prefetch).
+      for (int c0 = 0; c0 < seg.rows; c0 += chunk_rows) {
+        const int rows = seg.rows - c0 < chunk_rows ? seg.rows - c0 : chunk_rows;
+        member.team_barrier();  // X0 is consumed
+        load_gram_chunk(member, t, w, seg.row_begin + c0, rows, X0);
+        member.team_barrier();
+        const int group_rows = (rows + groups - 1) / groups, r_begin = own_g * group_rows;
+        gram_tile_rows(X0, w, own_P, own_Q, r_begin,
+                       r_begin + group_rows < rows ? r_begin + group_rows : rows, own);
+      }
+    }
+  } else {
+    chunks(std::false_type());
   }
   const auto entry = [](int h, int e) {
     return (e / gemm_tile) * ItemCols + h * gemm_tile + e % gemm_tile;

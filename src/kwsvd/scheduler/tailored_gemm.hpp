@@ -121,8 +121,10 @@ struct TailoredGemmWork {
   int gram_groups = 0;  ///< row groups of a GPU Gram team (0: tailored_gram_groups)
   /// Whether a GPU Gram whose width wants column runs (gram_column_runs_wanted)
   /// takes the kernel that has them. A caller that knows most rows' tasks
-  /// cannot use them (gram_task_allows_column_runs) clears it: that kernel's
-  /// per-entry path was 2% slower than the plain one (H200, Table VI float
+  /// cannot use them (gram_task_allows_column_runs) clears it: that kernel
+  /// loads the chunks of segments without runs unpipelined
+  /// (gram_plate_team_pipelined), and when it pipelined them per entry it
+  /// was already 2% slower than the plain kernel (H200, Table VI float
   /// group 512, whose random m are mostly not multiples of 4).
   bool gram_column_runs = true;
 };
