@@ -94,6 +94,7 @@ struct PairBatch {
   Kokkos::View<T*> X;  // pair b: column-major m x 2w at X + b m 2w
   Kokkos::View<kwsvd::Impl::BlockPairTask<T>*> tasks;
   int m, w, batch;
+  bool column_runs = false;  // the Gram kernel for the tasks (most_rows_allow_column_runs)
   PairBatch(int m_, int w_, int batch_) : m(m_), w(w_), batch(batch_) {
     X = Kokkos::View<T*>("X", std::size_t(batch) * m * 2 * w);
     kwsvd::bench::fill_random(X, 4321);
@@ -101,6 +102,7 @@ struct PairBatch {
     for (int b = 0; b < batch; ++b)  // one pair per matrix: blocks 0 and 1
       kwsvd::Impl::append_step_pairs(h, X.data() + std::size_t(b) * m * 2 * w, m, 2 * w, w, 0, b);
     tasks = kwsvd::Impl::copy_to_device<Exec::memory_space>(h, "tasks");
+    column_runs = kwsvd::Impl::most_rows_allow_column_runs(h);
   }
   // The engine's plan for this batch with w fixed: plates of m, m/2, m/4
   // and m/8 rows (Table II's heights), 256 threads, picked by the threshold.
@@ -130,6 +132,7 @@ void BM_kwsvd_tailored_gram(benchmark::State& state) {
   const auto plan = pb.plan();
   auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(std::vector<int>(batch, m), plan,
                                                          gram_groups_from_env());
+  work.gram_column_runs = pb.column_runs;
   Kokkos::View<T*> partial("partial", kwsvd::Impl::tailored_gram_partial_size(work));
   Kokkos::View<T*> B("B", std::size_t(batch) * 4 * w * w);
   kwsvd::bench::DeviceTimer timer;

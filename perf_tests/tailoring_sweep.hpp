@@ -41,6 +41,7 @@ struct SweepGemms {
       step_tasks.push_back(kwsvd::Impl::copy_to_device<Exec::memory_space>(tasks, "tasks"));
       std::vector<int> rows(tasks.size(), n);
       step_work.push_back(kwsvd::Impl::make_tailored_gemm_work<Exec>(rows, plan));
+      step_work.back().gram_column_runs = kwsvd::Impl::most_rows_allow_column_runs(tasks);
       partial_size =
           std::max(partial_size, kwsvd::Impl::tailored_gram_partial_size(step_work.back()));
       pairs_max = std::max(pairs_max, tasks.size());

@@ -423,6 +423,12 @@ TEST(TailoredGemmPlan, ColumnRunsNeedAlignedColumnMajorTasks) {
   EXPECT_FALSE(kwsvd::Impl::gram_column_runs_fit(t, seg, 16, 32, 127));
   seg.row_begin = 2;
   EXPECT_FALSE(kwsvd::Impl::gram_column_runs_fit(t, seg, 16, 32, 256));
+  // A level takes the kernel with runs when at least half its rows allow
+  // them (64 of 126 rows, yes; 64 of 188, no; none, no).
+  using kwsvd::Impl::most_rows_allow_column_runs;
+  EXPECT_TRUE(most_rows_allow_column_runs(std::vector<BlockPairTask<float>>{t, odd_ld}));
+  EXPECT_FALSE(most_rows_allow_column_runs(std::vector<BlockPairTask<float>>{t, odd_ld, odd_ld}));
+  EXPECT_FALSE(most_rows_allow_column_runs(std::vector<BlockPairTask<float>>{shifted}));
 }
 
 TEST(TailoredGemmPlan, PlatesCoverEveryRowOnceAndPackResiduals) {

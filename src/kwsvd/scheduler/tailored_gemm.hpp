@@ -120,14 +120,30 @@ struct TailoredGemmWork {
   int team_threads = 0;
   int gram_groups = 0;  ///< row groups of a GPU Gram team (0: tailored_gram_groups)
   /// Whether a GPU Gram whose width wants column runs (gram_column_runs_wanted)
-  /// takes the kernel that has them. A caller that knows most rows' tasks
-  /// cannot use them (gram_task_allows_column_runs) clears it: that kernel
-  /// loads the chunks of segments without runs unpipelined
-  /// (gram_plate_team_pipelined), and when it pipelined them per entry it
-  /// was already 2% slower than the plain kernel (H200, Table VI float
-  /// group 512, whose random m are mostly not multiples of 4).
+  /// takes the kernel that has them. Callers set it from their tasks
+  /// (most_rows_allow_column_runs): that kernel loads the chunks of
+  /// segments without runs unpipelined (gram_plate_team_pipelined), and
+  /// when it pipelined them per entry it was already 2% slower than the
+  /// plain kernel (H200, Table VI float group 512, whose random m are
+  /// mostly not multiples of 4).
   bool gram_column_runs = true;
 };
+
+/// Whether at least half the rows of a level's Gram tasks (host copies) can
+/// be loaded in 16-byte column runs (gram_task_allows_column_runs: m_k
+/// scalars a multiple of 16 bytes): the value for
+/// TailoredGemmWork::gram_column_runs, whose kernel loads the chunks of the
+/// other tasks unpipelined.
+template <class Scalar>
+bool most_rows_allow_column_runs(const std::vector<BlockPairTask<Scalar>>& tasks) {
+  std::size_t fit = 0, all = 0;
+  for (const BlockPairTask<Scalar>& t : tasks) {
+    all += std::size_t(t.rows);
+    if (gram_task_allows_column_runs(t))
+      fit += std::size_t(t.rows);
+  }
+  return 2 * fit >= all;
+}
 
 /// Largest team of both GEMMs (their launch bounds).
 template <class Scalar>

@@ -829,19 +829,6 @@ class WcycleLevelSolver {
     return t;
   }
 
-  /// Whether at least half the rows of a level's Gram tasks can be loaded
-  /// in 16-byte column runs (gram_task_allows_column_runs: m_k scalars a
-  /// multiple of 16 bytes): then the Gram takes the kernel that has them.
-  static bool most_rows_allow_column_runs(const std::vector<Task>& tasks) {
-    std::size_t fit = 0, all = 0;
-    for (const Task& t : tasks) {
-      all += std::size_t(t.rows);
-      if (gram_task_allows_column_runs(t))
-        fit += std::size_t(t.rows);
-    }
-    return 2 * fit >= all;
-  }
-
   /// Cuts a block into blocks of width at most w.
   static void split_block(const ColumnBlock& block, int w, std::vector<ColumnBlock>& out) {
     for (int c = 0; c < block.width; c += w)
