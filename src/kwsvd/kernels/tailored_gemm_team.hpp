@@ -32,6 +32,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kwsvd/impl/index_math.hpp"
 #include "kwsvd/impl/kokkos_compat.hpp"
