@@ -651,7 +651,8 @@ TEST(TailoredGemmPlan, GramChunksFitTheThreadsPrefetchRegisters) {
               const auto s =
                   kwsvd::Impl::pipelined_gram_shape<Exec, T>(w, groups, max_rows, item_cols, runs);
               ASSERT_EQ(s.threads, s.groups * kwsvd::Impl::gram_upper_items(w, item_cols));
-              ASSERT_LE(s.chunk_rows * 2 * w, kwsvd::Impl::gram_prefetch_entries<T>() * s.threads)
+              ASSERT_LE(s.chunk_rows * 2 * w,
+                        kwsvd::Impl::gram_prefetch_entries<T>(item_cols) * s.threads)
                   << "w " << w << " groups " << groups << " rows " << max_rows
                   << (runs ? " runs" : "") << " item columns " << item_cols;
               // At most the longest segment, rounded up to whole runs for runs.

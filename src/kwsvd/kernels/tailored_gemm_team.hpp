@@ -395,9 +395,21 @@ KOKKOS_INLINE_FUNCTION void gram_plate_team_in_memory(const Member& member,
 /// multiprocessor.
 constexpr int gram_prefetch_bytes = 32;
 
+/// The same for a thread of wide items (gram_wide_item_cols: 4 x 8, double),
+/// whose teams have half the threads: 48 bytes (6 doubles) give its chunks
+/// 1.5 times the rows, which its 128 registers hold without spilling
+/// (ptxas; 64 bytes spill 36). H200, 1000 pairs, double: w = 24, 32, 48 at
+/// m = 512 and 2048 2.7 to 9.0% faster (512 x 64: 242.0 -> 221.5 us), at
+/// m = 128 1.6 to 4.3%; float's column-run kernel at 48 bytes was mixed,
+/// up to 3.6% slower at w = 32 (perf_tests/notes/tailored_gemm.md).
+constexpr int gram_wide_prefetch_bytes = 48;
+
+/// Scalars of a chunk each GPU Gram thread carries: items of item_cols
+/// columns (4, or gram_wide_item_cols).
 template <class Scalar>
-KOKKOS_INLINE_FUNCTION constexpr int gram_prefetch_entries() {
-  return int(gram_prefetch_bytes / sizeof(Scalar));
+KOKKOS_INLINE_FUNCTION constexpr int gram_prefetch_entries(int item_cols = gemm_tile) {
+  return int((item_cols == gemm_tile ? gram_prefetch_bytes : gram_wide_prefetch_bytes) /
+             sizeof(Scalar));
 }
 
 /// Scalars in one 16-byte load.
@@ -472,9 +484,9 @@ KOKKOS_INLINE_FUNCTION bool gram_column_runs_fit(const BlockPairTask<Scalar>& t,
 /// - entries: thread `rank` owns flat entries rank + u threads
 ///   (u < gram_prefetch_entries) of a full chunk in PairEntryWalk order, so
 ///   a warp's loads stay contiguous.
-template <class Scalar, bool ColumnRuns>
+template <class Scalar, bool ColumnRuns, int ItemCols>
 struct GramChunkPrefetch {
-  static constexpr int entries = gram_prefetch_entries<Scalar>();
+  static constexpr int entries = gram_prefetch_entries<Scalar>(ItemCols);
   static constexpr int per = scalars_per_16_bytes<Scalar>(), runs = entries / per;
   static_assert(!ColumnRuns || entries % per == 0);
   /// Entries: r | c << 16 of each entry in a full chunk, or -1 past its
@@ -624,7 +636,8 @@ KOKKOS_INLINE_FUNCTION void gram_plate_team_pipelined(const Member& member,
   gram_item_position<ItemCols>(own_i, own_P, own_Q);
   GramTile<Scalar, ItemCols> own;
   const auto chunks = [&](auto runs) {
-    GramChunkPrefetch<Scalar, decltype(runs)::value> prefetch(t, w, chunk_rows, rank, threads);
+    GramChunkPrefetch<Scalar, decltype(runs)::value, ItemCols> prefetch(t, w, chunk_rows, rank,
+                                                                        threads);
     prefetch.fetch(t, w, seg.row_begin, seg.rows < chunk_rows ? seg.rows : chunk_rows);
     member.team_barrier();  // the previous segment is done with the scratch
     int k = 0;

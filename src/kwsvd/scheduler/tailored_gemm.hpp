@@ -418,7 +418,7 @@ PipelinedGramShape pipelined_gram_shape(int w, int groups, int max_rows, int ite
   s.threads = tiles * s.groups;
   // The rows whose entries the threads' prefetch registers hold: a chunk
   // never has more, or GramChunkPrefetch would leave entries unloaded.
-  const int carried = gram_prefetch_entries<Scalar>() * s.threads / n;
+  const int carried = gram_prefetch_entries<Scalar>(item_cols) * s.threads / n;
   int rows = std::max(1, carried);
   rows = std::min(rows, std::max(1, max_rows));
   while (rows > 1 && bytes(rows, s.threads, s.groups) > limit)
