@@ -635,49 +635,49 @@ KOKKOS_INLINE_FUNCTION void gram_plate_team_pipelined(const Member& member,
   int own_P, own_Q;
   gram_item_position<ItemCols>(own_i, own_P, own_Q);
   GramTile<Scalar, ItemCols> own;
-  const auto chunks = [&](auto runs) {
+  // Rows of the chunk at c0, and this thread's product on a stored chunk
+  // X of `stored` rows: its row group's run of them.
+  const auto chunk_rows_at = [&](int c0) {
+    return seg.rows - c0 < chunk_rows ? seg.rows - c0 : chunk_rows;
+  };
+  const auto product = [&](const Scalar* X, int stored) {
+    const int group_rows = (stored + groups - 1) / groups, r_begin = own_g * group_rows;
+    gram_tile_rows(X, w, own_P, own_Q, r_begin,
+                   r_begin + group_rows < stored ? r_begin + group_rows : stored, own);
+  };
+  const auto pipelined_chunks = [&](auto runs) {
     GramChunkPrefetch<Scalar, decltype(runs)::value, ItemCols> prefetch(t, w, chunk_rows, rank,
                                                                         threads);
-    prefetch.fetch(t, w, seg.row_begin, seg.rows < chunk_rows ? seg.rows : chunk_rows);
+    prefetch.fetch(t, w, seg.row_begin, chunk_rows_at(0));
     member.team_barrier();  // the previous segment is done with the scratch
     int k = 0;
     for (int c0 = 0; c0 < seg.rows; c0 += chunk_rows, ++k) {
-      const int rows = seg.rows - c0 < chunk_rows ? seg.rows - c0 : chunk_rows;
       Scalar* const X = (k & 1) ? X1 : X0;
       // X was last read while computing chunk k - 2, before the previous
       // barrier.
-      const int stored = prefetch.store(X, w, rows);
+      const int stored = prefetch.store(X, w, chunk_rows_at(c0));
       member.team_barrier();
       const int next = c0 + chunk_rows;
       if (next < seg.rows)
-        prefetch.fetch(t, w, seg.row_begin + next,
-                       seg.rows - next < chunk_rows ? seg.rows - next : chunk_rows);
-      const int group_rows = (stored + groups - 1) / groups, r_begin = own_g * group_rows;
-      gram_tile_rows(X, w, own_P, own_Q, r_begin,
-                     r_begin + group_rows < stored ? r_begin + group_rows : stored, own);
+        prefetch.fetch(t, w, seg.row_begin + next, chunk_rows_at(next));
+      product(X, stored);
     }
   };
-  if constexpr (ColumnRuns) {
-    if (gram_column_runs_fit(t, seg, w, chunk_rows, threads)) {
-      chunks(std::true_type());
-    } else {
-      // A segment without column runs in the kernel that has them: chunks
-      // loaded by the team, no registers carried across the product.
-      // Pipelining it as well put both ways' positions in one kernel and
-      // made the column-run path spill (ptxas: 100 bytes at 64 registers;
-      // 0 without this path's prefetch).
-      for (int c0 = 0; c0 < seg.rows; c0 += chunk_rows) {
-        const int rows = seg.rows - c0 < chunk_rows ? seg.rows - c0 : chunk_rows;
-        member.team_barrier();  // X0 is consumed
-        load_gram_chunk(member, t, w, seg.row_begin + c0, rows, X0);
-        member.team_barrier();
-        const int group_rows = (rows + groups - 1) / groups, r_begin = own_g * group_rows;
-        gram_tile_rows(X0, w, own_P, own_Q, r_begin,
-                       r_begin + group_rows < rows ? r_begin + group_rows : rows, own);
-      }
+  if (ColumnRuns && !gram_column_runs_fit(t, seg, w, chunk_rows, threads)) {
+    // A segment without column runs in the kernel that has them: chunks
+    // loaded by the team, no registers carried across the product.
+    // Pipelining it as well put both ways' positions in one kernel and made
+    // the column-run path spill (ptxas: 100 bytes at 64 registers; 0
+    // without this path's prefetch).
+    for (int c0 = 0; c0 < seg.rows; c0 += chunk_rows) {
+      const int rows = chunk_rows_at(c0);
+      member.team_barrier();  // X0 is consumed
+      load_gram_chunk(member, t, w, seg.row_begin + c0, rows, X0);
+      member.team_barrier();
+      product(X0, rows);
     }
   } else {
-    chunks(std::false_type());
+    pipelined_chunks(std::integral_constant<bool, ColumnRuns>());
   }
   const auto entry = [](int h, int e) {
     return (e / gemm_tile) * ItemCols + h * gemm_tile + e % gemm_tile;

@@ -125,8 +125,11 @@ struct TailoredGemmWork {
   /// segments without runs unpipelined (gram_plate_team_pipelined), and
   /// when it pipelined them per entry it was already 2% slower than the
   /// plain kernel (H200, Table VI float group 512, whose random m are
-  /// mostly not multiples of 4).
-  bool gram_column_runs = true;
+  /// mostly not multiples of 4). Off by default: a caller that does not
+  /// set it gets the plain kernel, at most 2.6x slower than runs on rows
+  /// that allow them, where the other default cost up to 1.7x the plain
+  /// kernel on rows that do not (H200, perf_tests/notes/tailored_gemm.md).
+  bool gram_column_runs = false;
 };
 
 /// Whether at least half the rows of a level's Gram tasks (host copies) can
