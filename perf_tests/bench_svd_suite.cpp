@@ -18,7 +18,8 @@
 //                  [--level-widths=w1,w2,...] [--instances=0|1|2]
 //                  [--lanes-per-pair=0|1|2|4|8|16|32]
 //                  [--job=vectors|values|left|right] [--full-matrices=0|1] [--rank=r]
-//                  [--level0=0|1] [--max-workspace-mb=X] [benchmark flags]
+//                  [--level0=0|1] [--max-workspace-mb=X] [--points=m:n:batch,...]
+//                  [benchmark flags]
 //
 // --pair-svd, --level-widths, --instances, --lanes-per-pair, --level0 and
 // --max-workspace-mb (SvdOptions::max_workspace_bytes in units of 10^6
@@ -40,6 +41,9 @@
 // (SvdOptions::rank; gesvda's rank), uniform points only; their entries
 // record rank, the triplets' residual (sqrt(sum ||A v_l - sigma_l u_l||^2)
 // / ||A||_F) and U's and V's orthogonality over the r columns.
+// --points=m:n:batch,... replaces the suite's points with uniform batches of
+// the sizes given (experiment `custom`), for the sizes a user has, such as
+// row counts that are not multiples of 4.
 //
 // Benchmark names: <experiment>/<implementation>/<scalar>/m:M/n:N/batch:B, or
 // .../group:L/batch:B for a mixed-size group whose shapes are drawn
@@ -165,6 +169,29 @@ std::vector<Point> suite_points(const std::string& suite) {
   return p;
 }
 
+// The points of --points=m:n:batch,...; empty (after a message) on a
+// malformed list: three positive integers per point, the list non-empty.
+std::vector<Point> custom_points(const std::string& list) {
+  std::vector<Point> p;
+  std::istringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) {
+    int m = 0, n = 0, batch = 0;
+    char c1 = 0, c2 = 0, extra = 0;
+    std::istringstream one(item);
+    if (!(one >> m >> c1 >> n >> c2 >> batch) || c1 != ':' || c2 != ':' || (one >> extra) ||
+        m < 1 || n < 1 || batch < 1) {
+      std::fprintf(stderr,
+                   "perf_svd_suite: --points: '%s' is not m:n:batch with positive integers\n",
+                   item.c_str());
+      return {};
+    }
+    p.push_back(uniform_point("custom", m, n, batch));
+  }
+  if (p.empty())
+    std::fprintf(stderr, "perf_svd_suite: --points= names no point (m:n:batch,...)\n");
+  return p;
+}
+
 int max_extent(const std::vector<MatrixShape>& shapes) {
   int e = 0;
   for (const auto& s : shapes)
@@ -260,6 +287,7 @@ void record_plan(benchmark::State& state, const kwsvd::WcyclePlanSummary& summar
   state.counters["gram_evds_per_sweep"] = double(summary.gram_evds);
   state.counters["instances"] = summary.instances;
   state.counters["whole_matrices"] = double(summary.whole_matrices);
+  state.counters["gram_column_run_pairs_per_sweep"] = double(summary.gram_column_run_pairs);
 }
 
 template <class T>
@@ -544,10 +572,14 @@ std::string device_name() {
 int main(int argc, char** argv) {
   std::string suite = "paper";
   std::vector<char*> args;
-  std::string widths, job = "vectors";
+  std::string widths, job = "vectors", points_list;
+  bool custom = false;
   for (int i = 0; i < argc; ++i) {
     if (std::strncmp(argv[i], "--suite=", 8) == 0) {
       suite = argv[i] + 8;
+    } else if (std::strncmp(argv[i], "--points=", 9) == 0) {
+      custom = true;
+      points_list = argv[i] + 9;
     } else if (std::strncmp(argv[i], "--level0=", 9) == 0) {
       suite_options.level0 = std::atoi(argv[i] + 9) != 0;
     } else if (std::strncmp(argv[i], "--pair-svd=", 11) == 0) {
@@ -591,7 +623,9 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&count, args.data());
   if (benchmark::ReportUnrecognizedArguments(count, args.data()))
     return 1;
-  const auto points = suite_points(suite);
+  const auto points = custom ? custom_points(points_list) : suite_points(suite);
+  if (custom && points.empty())
+    return 1;
   if (points.empty()) {
     std::fprintf(stderr, "perf_svd_suite: unknown --suite=%s (smoke, paper, seed002, full)\n",
                  suite.c_str());
@@ -604,7 +638,7 @@ int main(int argc, char** argv) {
   std::ostringstream config;
   kwsvd::print_configuration(config);
   benchmark::AddCustomContext("kwsvd", config.str());
-  benchmark::AddCustomContext("suite", suite);
+  benchmark::AddCustomContext("suite", custom ? "points=" + points_list : suite);
   benchmark::AddCustomContext(
       "kwsvd_options", std::string("pair_svd=") + (suite_options.pair_svd ? "1" : "0") +
                            " level_widths=" + (widths.empty() ? "auto" : widths) +

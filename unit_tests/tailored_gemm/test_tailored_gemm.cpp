@@ -454,7 +454,8 @@ TEST(TailoredGemmPlan, PlatesCoverEveryRowOnceAndPackResiduals) {
         }
       }
       ASSERT_GE(count, 1);
-      // A standard plate alone, or residuals packed up to 1.2 delta rows.
+      // A standard plate alone (with its task's short residual), or residuals
+      // packed up to 1.2 delta rows.
       ASSERT_TRUE(team_rows == delta || team_rows <= 1.2 * delta) << team_rows;
     }
     for (std::size_t t = 0; t < rows.size(); ++t)
@@ -463,6 +464,38 @@ TEST(TailoredGemmPlan, PlatesCoverEveryRowOnceAndPackResiduals) {
     for (int c : slots)
       ASSERT_EQ(c, 1);
   }
+}
+
+// A residual of at most 0.2 delta rows joins its task's last standard plate
+// (one plate of delta + rest rows, its own team) instead of being packed with
+// other tasks' residuals, where 100 one-row residuals once made one team the
+// launch's long pole; a longer residual is still packed.
+TEST(TailoredGemmPlan, ShortResidualsJoinTheirLastPlate) {
+  const auto short_rest = kwsvd::Impl::build_plate_layout(std::vector<int>(100, 999), 499);
+  ASSERT_EQ(short_rest.team_begin.size(), 201u);  // two plates a task, one team each
+  for (int t = 0; t < 100; ++t) {
+    const auto& a = short_rest.segments[std::size_t(2 * t)];
+    const auto& b = short_rest.segments[std::size_t(2 * t + 1)];
+    EXPECT_EQ(a.task, t);
+    EXPECT_EQ(b.task, t);
+    EXPECT_EQ(a.row_begin, 0);
+    EXPECT_EQ(a.rows, 499);
+    EXPECT_EQ(b.row_begin, 499);
+    EXPECT_EQ(b.rows, 500);
+    EXPECT_EQ(
+        short_rest.partial_begin[std::size_t(t) + 1] - short_rest.partial_begin[std::size_t(t)], 2);
+  }
+  // 1000 = 3 x 300 + 100: 100 > 60 rows stays a residual; residuals of 100
+  // rows pack three to a team (300 <= 360).
+  const auto long_rest = kwsvd::Impl::build_plate_layout(std::vector<int>(4, 1000), 300);
+  ASSERT_EQ(long_rest.segments.size(), 16u);
+  EXPECT_EQ(long_rest.team_begin.size(), 12u + 2u + 1u);
+  for (std::size_t k = 12; k < 16; ++k)
+    EXPECT_EQ(long_rest.segments[k].rows, 100);
+  // A task shorter than delta is one residual plate whatever its size.
+  const auto short_task = kwsvd::Impl::build_plate_layout({5, 7}, 64);
+  ASSERT_EQ(short_task.segments.size(), 2u);
+  EXPECT_EQ(short_task.team_begin.size(), 2u);
 }
 
 TEST(TailoredGemmPlan, CandidatesFollowTableTwoAndTheEnginePicksByThreshold) {

@@ -178,6 +178,10 @@ struct WcyclePlanSummary {
   /// columns fit level-0 scratch, but not beside V; SvdOptions::level0), not
   /// split into blocks.
   long whole_matrices = 0;
+  /// Of gram_evds, the pairs whose step's Gram takes the kernel that loads
+  /// columns in 16-byte runs, where the type's GPU Gram has one (float). The
+  /// working matrices' columns are 16-byte aligned, so every pair qualifies.
+  long gram_column_run_pairs = 0;
 };
 
 /// Order of the eigenvalues (and eigenvector columns) of an EVD.

@@ -62,8 +62,9 @@ struct BlockPairTask {
   }
 };
 
-/// A run of rows of one task that one team processes: a standard plate, or
-/// one residual plate among those packed into a team.
+/// A run of rows of one task that one team processes: a standard plate (up
+/// to 1.2 delta rows where a short residual joined it), or one residual
+/// plate among those packed into a team.
 struct PlateSegment {
   int task = 0;
   int row_begin = 0;

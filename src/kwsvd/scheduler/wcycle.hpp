@@ -214,12 +214,34 @@ struct FullSideTile {
   std::size_t wy = 0;
 };
 
+/// Leading dimension of an M-row working matrix W: M rounded up to a
+/// multiple of scalars_per_16_bytes. With it (and offsets that are such
+/// multiples) every column of W is 16-byte aligned, which the float Gram's
+/// column runs need (gram_task_allows_column_runs). With columns M apart, a
+/// matrix whose M is not a multiple of 4, and every matrix after it in the
+/// buffer, would take the plain Gram kernel (up to 2.6x slower). The padding
+/// rows are zero, and no kernel reads or writes them: tasks keep M rows.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION constexpr int working_leading_dimension(int rows) {
+  constexpr int per = scalars_per_16_bytes<Scalar>();
+  return (rows + per - 1) / per * per;
+}
+
 /// Where one working matrix lives in the solver's buffers.
 struct WorkGeometry {
-  std::size_t w_offset = 0, v_offset = 0;  ///< W: M x N, V: N x N, column-major
+  std::size_t w_offset = 0, v_offset = 0;  ///< W: M x N (leading dimension ld), V: N x N
   int rows = 0, cols = 0;                  ///< M >= N
   int transpose = 0;                       ///< W = A^T (the input is wide)
   int keeps_v = 1;  ///< W's right vectors kept in V and rotated (job_keeps_rotations)
+  /// W's leading dimension (working_leading_dimension): computed, not
+  /// stored. As a member it made the struct 8 bytes larger, and the
+  /// whole-matrix launch 3% slower (H200, double 64^2 x 10 and x 100, whose
+  /// layout it does not change); computed, the same points are within the
+  /// runs' spread.
+  template <class Scalar>
+  KOKKOS_INLINE_FUNCTION std::size_t ld() const {
+    return std::size_t(working_leading_dimension<Scalar>(rows));
+  }
   /// The matrix's V in buffer `V` (null for no buffer, or where it keeps none).
   template <class Scalar>
   KOKKOS_INLINE_FUNCTION Scalar* v_in(Scalar* V) const {
@@ -303,7 +325,7 @@ struct WcycleWholeMatrixFunctor {
     const WorkGeometry g = geometry[b];
     bool converged = false;
     const int s = wcycle_whole_matrix_team<RowsPerLane>(
-        member, W + g.w_offset, std::size_t(g.rows), g.v_in(V), shape,
+        member, W + g.w_offset, g.ld<Scalar>(), g.v_in(V), shape,
         WholeMatrixScratch<Scalar>{X.data(), d.data(), flags.data()}, tol, max_sweeps, converged);
     Kokkos::single(Kokkos::PerTeam(member), [&]() {
       sweeps[b] = s;
@@ -356,7 +378,7 @@ class WcycleLevelSolver {
       g.keeps_v = job_keeps_rotations(options.job, shapes[b].rows, shapes[b].cols) ? 1 : 0;
       g.w_offset = w_size;
       g.v_offset = v_size;
-      w_size += std::size_t(g.rows) * g.cols;
+      w_size += g.ld<Scalar>() * std::size_t(g.cols);
       if (g.keeps_v != 0)
         v_size += std::size_t(g.cols) * g.cols;
       vectors_ = vectors_ || g.keeps_v != 0;
@@ -465,7 +487,7 @@ class WcycleLevelSolver {
       const int b = ch.matrix;
       const bool finite = amax < scalar_limits<Scalar>::infinity();
       const Scalar s = finite ? power_of_two_scale(amax) : Scalar(1);
-      wcycle_scale_columns(member, W + g.w_offset, std::size_t(g.rows), g.rows, ch.col, ch.cols, s,
+      wcycle_scale_columns(member, W + g.w_offset, g.ld<Scalar>(), g.rows, ch.col, ch.cols, s,
                            g.v_in(Vw), std::size_t(g.cols), g.cols);
       if (ch.col == 0)
         Kokkos::single(Kokkos::PerTeam(member), [&]() {
@@ -482,9 +504,8 @@ class WcycleLevelSolver {
           const int t = member.league_rank();
           const ColumnChunk ch = chunks[t];
           const WorkGeometry g = geometry[ch.matrix];
-          const Scalar amax =
-              wcycle_load_columns(member, slots(ch.matrix).a, g.transpose != 0, W + g.w_offset,
-                                  std::size_t(g.rows), ch.col, ch.cols);
+          const Scalar amax = wcycle_load_columns(member, slots(ch.matrix).a, g.transpose != 0,
+                                                  W + g.w_offset, g.ld<Scalar>(), ch.col, ch.cols);
           if (ch.count > 1) {
             Kokkos::single(Kokkos::PerTeam(member), [&]() { chunk_max[t] = amax; });
             return;
@@ -590,8 +611,8 @@ class WcycleLevelSolver {
             if (ch.count == 1 || nonfinite[ch.matrix] != 0)
               return;  // a one-chunk matrix's norms are the finish's
             const WorkGeometry g = geometry[ch.matrix];
-            wcycle_column_norms(member, W + g.w_offset, std::size_t(g.rows), g.rows, ch.col,
-                                ch.cols, lanes, norms + ch.norms);
+            wcycle_column_norms(member, W + g.w_offset, g.ld<Scalar>(), g.rows, ch.col, ch.cols,
+                                lanes, norms + ch.norms);
           });
     using ScratchVector = TeamScratch<ExecSpace, Scalar>;
     Policy finish(exec, nchunks, Kokkos::AUTO, lanes);
@@ -608,14 +629,14 @@ class WcycleLevelSolver {
           ScratchVector own(member.team_scratch(0), g.cols);
           if (!bad) {
             if (ch.count == 1)
-              wcycle_column_norms(member, W + g.w_offset, std::size_t(g.rows), g.rows, 0, g.cols,
-                                  lanes, own.data());
+              wcycle_column_norms(member, W + g.w_offset, g.ld<Scalar>(), g.rows, 0, g.cols, lanes,
+                                  own.data());
             else
               Kokkos::parallel_for(Kokkos::TeamVectorRange(member, g.cols),
                                    [&](const int c) { own(c) = norms[ch.norms + std::size_t(c)]; });
             member.team_barrier();
           }
-          wcycle_finish_columns(member, W + g.w_offset, std::size_t(g.rows), g.v_in(Vw),
+          wcycle_finish_columns(member, W + g.w_offset, g.ld<Scalar>(), g.v_in(Vw),
                                 std::size_t(g.cols), g.rows, g.cols, ch.col, ch.cols, own.data(),
                                 scale[b], g.transpose != 0, bad, slot.s, slot.s_stride,
                                 slot.s_count, slot.u, slot.v, sorted);
@@ -814,12 +835,12 @@ class WcycleLevelSolver {
     return x.data() != nullptr ? x.data() + at : nullptr;
   }
 
-  static Task pair_task(Scalar* data, int rows, const ColumnBlock& bi, const ColumnBlock& bj,
-                        int matrix) {
+  static Task pair_task(Scalar* data, int rows, int ld, const ColumnBlock& bi,
+                        const ColumnBlock& bj, int matrix) {
     Task t;
     t.data = data;
     t.row_stride = 1;
-    t.col_stride = rows;
+    t.col_stride = ld;
     t.rows = rows;
     t.col_i = bi.col;
     t.col_j = bj.col;
@@ -856,12 +877,13 @@ class WcycleLevelSolver {
         if (svd || evd || h + 1 == int(widths_.size())) {
           StepTasks& s = steps[path];
           auto& tasks = svd ? s.svd : s.evd;
-          tasks.push_back(pair_task(offset(W_, g.w_offset), g.rows, bi, bj, b));
+          tasks.push_back(
+              pair_task(offset(W_, g.w_offset), g.rows, int(g.ld<Scalar>()), bi, bj, b));
           if (g.keeps_v != 0) {
             // V's pair takes the J of A's: its index in A's list for now
             // (build_part adds the group's offset).
             (svd ? s.v_svd : s.v_evd)
-                .push_back(pair_task(offset(V_, g.v_offset), g.cols, bi, bj, b));
+                .push_back(pair_task(offset(V_, g.v_offset), g.cols, g.cols, bi, bj, b));
             (svd ? s.v_svd : s.v_evd).back().pair = int(tasks.size()) - 1;
           }
         } else {
@@ -954,6 +976,8 @@ class WcycleLevelSolver {
       summary_.levels = std::max(summary_.levels, step.level + 1);
       summary_.pair_svds += step.svd_pairs;
       summary_.gram_evds += step.evd_pairs;
+      if (step.gram_work.gram_column_runs)
+        summary_.gram_column_run_pairs += step.evd_pairs;
       part.steps.push_back(std::move(step));
     }
     part.partial = alloc_.template zeros<Scalar>("kwsvd::partial", partial);
