@@ -4,10 +4,14 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include <Kokkos_Core.hpp>
 #include <Kokkos_Random.hpp>
@@ -19,6 +23,28 @@ namespace kwsvd::bench {
 /// is NaN behind the others' errors).
 inline double worse_of(double a, double b) {
   return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::max(a, b);
+}
+
+/// Parses "a:b:c,a:b:c,..." (shape lists of the benchmarks' command lines
+/// and environment) into triples of positive integers. On a malformed item
+/// returns false with that item in `bad`; an empty list parses to none.
+inline bool parse_positive_triples(const std::string& list, std::vector<std::array<int, 3>>& out,
+                                   std::string& bad) {
+  out.clear();
+  std::istringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) {
+    std::array<int, 3> s{};
+    char c1 = 0, c2 = 0;
+    std::istringstream fields(item);
+    const bool parsed = bool(fields >> s[0] >> c1 >> s[1] >> c2 >> s[2]) && c1 == ':' &&
+                        c2 == ':' && (fields >> std::ws).eof();
+    if (!parsed || s[0] < 1 || s[1] < 1 || s[2] < 1) {
+      bad = item;
+      return false;
+    }
+    out.push_back(s);
+  }
+  return true;
 }
 
 /// Fills a View with entries uniform in [-1, 1] (never zeros: they can run

@@ -55,6 +55,7 @@
 // and makes the report (perf_tests/report/make_report.py).
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -172,21 +173,16 @@ std::vector<Point> suite_points(const std::string& suite) {
 // The points of --points=m:n:batch,...; empty (after a message) on a
 // malformed list: three positive integers per point, the list non-empty.
 std::vector<Point> custom_points(const std::string& list) {
-  std::vector<Point> p;
-  std::istringstream in(list);
-  for (std::string item; std::getline(in, item, ',');) {
-    int m = 0, n = 0, batch = 0;
-    char c1 = 0, c2 = 0, extra = 0;
-    std::istringstream one(item);
-    if (!(one >> m >> c1 >> n >> c2 >> batch) || c1 != ':' || c2 != ':' || (one >> extra) ||
-        m < 1 || n < 1 || batch < 1) {
-      std::fprintf(stderr,
-                   "perf_svd_suite: --points: '%s' is not m:n:batch with positive integers\n",
-                   item.c_str());
-      return {};
-    }
-    p.push_back(uniform_point("custom", m, n, batch));
+  std::vector<std::array<int, 3>> shapes;
+  std::string bad;
+  if (!kwsvd::bench::parse_positive_triples(list, shapes, bad)) {
+    std::fprintf(stderr, "perf_svd_suite: --points: '%s' is not m:n:batch with positive integers\n",
+                 bad.c_str());
+    return {};
   }
+  std::vector<Point> p;
+  for (const auto& s : shapes)
+    p.push_back(uniform_point("custom", s[0], s[1], s[2]));
   if (p.empty())
     std::fprintf(stderr, "perf_svd_suite: --points= names no point (m:n:batch,...)\n");
   return p;

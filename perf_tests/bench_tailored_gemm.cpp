@@ -39,20 +39,11 @@ using Exec = Kokkos::DefaultExecutionSpace;
 // than measure something else than what was asked.
 std::vector<std::array<int, 3>> pair_shapes_from_env(const char* list) {
   std::vector<std::array<int, 3>> out;
-  std::stringstream in(list);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    std::array<int, 3> s{};
-    char c1 = 0, c2 = 0;
-    std::stringstream fields(item);
-    const bool parsed = bool(fields >> s[0] >> c1 >> s[1] >> c2 >> s[2]) && c1 == ':' &&
-                        c2 == ':' && (fields >> std::ws).eof();
-    if (!parsed || s[0] < 1 || s[1] < 1 || s[2] < 1) {
-      std::fprintf(stderr, "KWSVD_BENCH_PAIR_SHAPES: '%s' is not m:w:batch with positive values\n",
-                   item.c_str());
-      std::exit(2);
-    }
-    out.push_back(s);
+  std::string bad;
+  if (!kwsvd::bench::parse_positive_triples(list, out, bad)) {
+    std::fprintf(stderr, "KWSVD_BENCH_PAIR_SHAPES: '%s' is not m:w:batch with positive values\n",
+                 bad.c_str());
+    std::exit(2);
   }
   return out;
 }

@@ -419,6 +419,14 @@ KOKKOS_INLINE_FUNCTION constexpr int scalars_per_16_bytes() {
   return int(16 / sizeof(Scalar));
 }
 
+/// `rows` rounded up to whole 16-byte column runs (a multiple of
+/// scalars_per_16_bytes).
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION constexpr int rows_in_whole_runs(int rows) {
+  constexpr int per = scalars_per_16_bytes<Scalar>();
+  return (rows + per - 1) / per * per;
+}
+
 /// The narrowest blocks whose float Gram moves its chunks in column runs
 /// (gram_column_runs_fit). w = 8 was left out while a run's rows sat in
 /// order in scratch (16-way bank conflicts in the stores: 512 x 8 +16%,

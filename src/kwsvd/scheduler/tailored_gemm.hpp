@@ -448,7 +448,7 @@ PipelinedGramShape pipelined_gram_shape(int w, int groups, int max_rows, int ite
   // slower on the H200).
   constexpr int per = scalars_per_16_bytes<Scalar>();
   if (column_runs && rows % per != 0) {
-    const int up = (rows + per - 1) / per * per;
+    const int up = rows_in_whole_runs<Scalar>(rows);
     if (rows >= max_rows && up <= carried && bytes(up, s.threads, s.groups) <= limit)
       rows = up;
     else if (rows > per)

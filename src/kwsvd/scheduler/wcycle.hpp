@@ -214,33 +214,24 @@ struct FullSideTile {
   std::size_t wy = 0;
 };
 
-/// Leading dimension of an M-row working matrix W: M rounded up to a
-/// multiple of scalars_per_16_bytes. With it (and offsets that are such
-/// multiples) every column of W is 16-byte aligned, which the float Gram's
-/// column runs need (gram_task_allows_column_runs). With columns M apart, a
-/// matrix whose M is not a multiple of 4, and every matrix after it in the
-/// buffer, would take the plain Gram kernel (up to 2.6x slower). The padding
-/// rows are zero, and no kernel reads or writes them: tasks keep M rows.
-template <class Scalar>
-KOKKOS_INLINE_FUNCTION constexpr int working_leading_dimension(int rows) {
-  constexpr int per = scalars_per_16_bytes<Scalar>();
-  return (rows + per - 1) / per * per;
-}
-
 /// Where one working matrix lives in the solver's buffers.
 struct WorkGeometry {
   std::size_t w_offset = 0, v_offset = 0;  ///< W: M x N (leading dimension ld), V: N x N
   int rows = 0, cols = 0;                  ///< M >= N
   int transpose = 0;                       ///< W = A^T (the input is wide)
   int keeps_v = 1;  ///< W's right vectors kept in V and rotated (job_keeps_rotations)
-  /// W's leading dimension (working_leading_dimension): computed, not
-  /// stored. As a member it made the struct 8 bytes larger, and the
-  /// whole-matrix launch 3% slower (H200, double 64^2 x 10 and x 100, whose
-  /// layout it does not change); computed, the same points are within the
-  /// runs' spread.
+  /// W's leading dimension: M in whole 16-byte runs. With it (and offsets
+  /// that are such multiples) every column of W is 16-byte aligned, which
+  /// the float Gram's column runs need (gram_task_allows_column_runs). With
+  /// columns M apart, a matrix whose M is not a multiple of 4, and every
+  /// matrix after it in the buffer, would take the plain Gram kernel (up to
+  /// 2.6x slower). The padding rows are zero, and no kernel reads or writes
+  /// them: tasks keep M rows. Computed, not stored: as a member it made the
+  /// struct 8 bytes larger and the whole-matrix launch 3% slower (H200,
+  /// double 64^2 x 10 and x 100, whose layout it does not change).
   template <class Scalar>
   KOKKOS_INLINE_FUNCTION std::size_t ld() const {
-    return std::size_t(working_leading_dimension<Scalar>(rows));
+    return std::size_t(rows_in_whole_runs<Scalar>(rows));
   }
   /// The matrix's V in buffer `V` (null for no buffer, or where it keeps none).
   template <class Scalar>
