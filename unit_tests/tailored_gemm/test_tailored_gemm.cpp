@@ -498,6 +498,42 @@ TEST(TailoredGemmPlan, ShortResidualsJoinTheirLastPlate) {
   EXPECT_EQ(short_task.team_begin.size(), 2u);
 }
 
+TEST(TailoredGemmPlan, AlignedPlateHeightsStartEveryPlateOnARun) {
+  // float's row_align (4 rows, one 16-byte run) where the Gram moves runs;
+  // double keeps the paper's heights.
+  EXPECT_EQ(kwsvd::Impl::gemm_plate_row_align<float>(), 4);
+  EXPECT_EQ(kwsvd::Impl::gemm_plate_row_align<double>(), 1);
+  const auto plain = kwsvd::tailoring_candidates(999, 32);
+  const auto aligned = kwsvd::tailoring_candidates(999, 32, 4);
+  const std::vector<int> plain_deltas = {999, 999, 499, 499, 249, 124, 249, 124};
+  const std::vector<int> aligned_deltas = {999, 999, 496, 496, 248, 124, 248, 124};
+  ASSERT_EQ(plain.size(), plain_deltas.size());
+  ASSERT_EQ(aligned.size(), aligned_deltas.size());
+  for (std::size_t k = 0; k < plain.size(); ++k) {
+    EXPECT_EQ(plain[k].delta, plain_deltas[k]) << k;
+    EXPECT_EQ(aligned[k].delta, aligned_deltas[k]) << k;
+    EXPECT_EQ(aligned[k].w, plain[k].w) << k;
+  }
+  // Heights that are already multiples, and the 8-row floor, stay.
+  const auto table3 = kwsvd::tailoring_candidates(256, 48, 4);
+  const auto table3_plain = kwsvd::tailoring_candidates(256, 48);
+  ASSERT_EQ(table3.size(), table3_plain.size());
+  for (std::size_t k = 0; k < table3.size(); ++k)
+    EXPECT_EQ(table3[k].delta, table3_plain[k].delta) << k;
+  EXPECT_EQ(kwsvd::tailoring_candidates(20, 16, 4).back().delta, 8);
+  EXPECT_THROW(kwsvd::tailoring_candidates(256, 48, 0), kwsvd::invalid_argument);
+  // Every plate of a mixed batch starts on a multiple of 4 under a height of
+  // 496 (999 rows: two plates, the 7 rows left over join the second), and
+  // the team count is that of 499.
+  const std::vector<int> rows = {999, 1001, 998, 500, 13, 7, 1000};
+  const auto layout = kwsvd::Impl::build_plate_layout(rows, 496);
+  for (const auto& seg : layout.segments)
+    EXPECT_EQ(seg.row_begin % 4, 0) << seg.task;
+  EXPECT_EQ(layout.team_begin.size(), kwsvd::Impl::build_plate_layout(rows, 499).team_begin.size());
+  EXPECT_EQ(layout.segments[1].row_begin, 496);
+  EXPECT_EQ(layout.segments[1].rows, 503);
+}
+
 TEST(TailoredGemmPlan, CandidatesFollowTableTwoAndTheEnginePicksByThreshold) {
   // The paper's example (Table III): m* = 256, w up to 48.
   const auto c = kwsvd::tailoring_candidates(256, 48);

@@ -446,6 +446,16 @@ KOKKOS_INLINE_FUNCTION constexpr bool gram_column_runs_wanted(int w) {
   return sizeof(Scalar) <= 4 && w >= gram_column_runs_min_w;
 }
 
+/// Rows that the plate heights of a W-cycle level are multiples of
+/// (tailoring_candidates' row_align): a 16-byte run's where the Gram moves
+/// column runs, so that every plate starts on a run; 1 (the paper's heights)
+/// where it does not.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION constexpr int gemm_plate_row_align() {
+  return gram_column_runs_wanted<Scalar>(gram_column_runs_min_w) ? scalars_per_16_bytes<Scalar>()
+                                                                 : 1;
+}
+
 /// Whether task t's matrix lets a Gram load its columns in 16-byte runs:
 /// column-major, 16-byte aligned columns, offsets within it that fit an
 /// int. The scheduler (host) counts the rows of such tasks to pick the

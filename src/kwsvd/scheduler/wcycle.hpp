@@ -164,7 +164,7 @@ TailoringPlan plan_wcycle_level(
   const int w_max = width > 0 ? std::max(width, 8) : widest_evd_block<ExecSpace, Scalar>(limit);
   const int half = std::max(2, ((max_cols + 1) / 2 + 1) / 2 * 2);
   std::vector<TailoringPlan> candidates;
-  for (const auto& p : tailoring_candidates(max_rows, w_max))
+  for (const auto& p : tailoring_candidates(max_rows, w_max, gemm_plate_row_align<Scalar>()))
     if (width > 0 ? p.w == width : p.w <= half)
       candidates.push_back(p);
   if (candidates.empty()) {

@@ -55,7 +55,11 @@ double tailoring_ai_update(const TailoringPlan& plan, int load_width) {
   return double(load_width) * w2 * plan.delta / (w2 + plan.delta);
 }
 
-std::vector<TailoringPlan> tailoring_candidates(int max_rows, int w_max) {
+std::vector<TailoringPlan> tailoring_candidates(int max_rows, int w_max, int row_align) {
+  if (row_align < 1) {
+    Impl::throw_invalid_argument("kwsvd::tailoring_candidates", "row_align",
+                                 "must be at least 1, got " + std::to_string(row_align));
+  }
   std::vector<TailoringPlan> out;
   if (max_rows <= 0 || w_max < 8)
     return out;
@@ -66,7 +70,15 @@ std::vector<TailoringPlan> tailoring_candidates(int max_rows, int w_max) {
       break;
     }
   const int m = max_rows;
-  auto delta = [&](int div) { return std::max(std::min(8, m), m / div); };
+  // A plate of fewer rows than m* starts on multiples of its height, so an
+  // aligned height keeps every plate's first row aligned (build_plate_layout
+  // lets the rows it leaves over join the task's last plate).
+  auto delta = [&](int div) {
+    const int floor = std::min(8, m), d = m / div;
+    if (div == 1 || d % row_align == 0)
+      return std::max(floor, d);
+    return std::max(floor, std::max(row_align, d / row_align * row_align));
+  };
   const TailoringPlan table[] = {{w_top, delta(1), 256}, {24, delta(1), 256}, {24, delta(2), 256},
                                  {16, delta(2), 256},    {16, delta(4), 256}, {16, delta(8), 256},
                                  {8, delta(4), 128},     {8, delta(8), 128}};
