@@ -1193,6 +1193,40 @@ TEST(WcyclePlan, BlockOrderingTakesEveryPairOnce) {
   EXPECT_EQ(ten.back(), (kwsvd::Impl::BlockPairStep{{2, 7}, {0, 1}, {3, 4}, {5, 6}, {8, 9}}));
 }
 
+// A level's width is widened where the widest matrix's last block is a
+// sliver (less than half a block past a multiple of w) among few blocks, to
+// one block fewer, within the cap (the widest EVD, half the columns).
+TEST(WcyclePlan, LevelWidthDropsASliverBlock) {
+  using kwsvd::Impl::wcycle_block_count;
+  using kwsvd::Impl::widened_wcycle_width;
+  EXPECT_EQ(widened_wcycle_width(8, {{1000, 17}}, 10), 10);   // 8, 8, 1 -> 10, 7
+  EXPECT_EQ(widened_wcycle_width(16, {{1000, 33}}, 18), 18);  // 16, 16, 1 -> 18, 15
+  EXPECT_EQ(widened_wcycle_width(16, {{1000, 65}}, 24), 18);  // 5 blocks -> 4
+  EXPECT_EQ(widened_wcycle_width(16, {{1000, 65}, {900, 40}}, 24), 18);
+  EXPECT_EQ(widened_wcycle_width(16, {{1000, 65}}, 16), 16);   // over the cap
+  EXPECT_EQ(widened_wcycle_width(8, {{1000, 20}}, 10), 8);     // 8, 8, 4: no sliver
+  EXPECT_EQ(widened_wcycle_width(16, {{1000, 161}}, 48), 16);  // 11 blocks: many
+  EXPECT_EQ(widened_wcycle_width(16, {{1000, 17}}, 48), 16);   // two blocks already
+  EXPECT_EQ(widened_wcycle_width(16, {{0, 0}}, 48), 16);
+  for (const int w : {4, 8, 16, 24, 32})
+    for (int N = 2; N <= 300; ++N) {
+      const int v = widened_wcycle_width(w, {{N, N}}, 48);
+      EXPECT_TRUE(v % 2 == 0 && w <= v && v <= 48) << w << ", " << N << ": " << v;
+      if (v != w) {
+        EXPECT_EQ(wcycle_block_count(v, N), wcycle_block_count(w, N) - 1) << w << ", " << N;
+      }
+    }
+  // Through the engine (host scratch of 32 KB, threshold 1: the widest
+  // candidate of at most half the columns, w = 8 at 17 and 16 at 33).
+  kwsvd::SvdOptions options;
+  options.level0 = false;
+  options.block_scratch_bytes = 32768;
+  for (auto [n, w] : {std::pair{17, 10}, std::pair{33, 18}, std::pair{16, 8}}) {
+    kwsvd::BatchedSvd<Exec, float> svd(Exec(), 4, 200, n, options);
+    EXPECT_EQ(svd.block_width(), w) << n;
+  }
+}
+
 // A level's width is narrowed as far as no matrix gets more blocks, so that
 // no pair pays the full width for a narrow last block; the engine's choice
 // reaches the plan (planned for 32 KB of scratch, as on the host backends).

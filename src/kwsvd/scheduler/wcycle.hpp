@@ -145,6 +145,34 @@ inline int balanced_wcycle_width(int w, const std::vector<MatrixShape>& shapes) 
   return best;
 }
 
+/// The width, at most `cap`, that removes the sliver block of the widest
+/// matrix of `shapes` at width w: where its N columns are one block and less
+/// than half of another past a multiple of w ((b - 1) w < N < (b - 1) w + w /
+/// 2 for b blocks) and b - 1 <= wcycle_widest_max_blocks, the narrowest even
+/// width that cuts N into b - 1 blocks, where there is one; else w. Table II's widths are 8, 16,
+/// 24, ...: N = 2^k + 1 columns at the engine's width made a block of one
+/// column, whose pairs cost what full ones do (each pair's Gram, EVD and
+/// update are 2w x 2w), and b - 1 more pairs and one more step a sweep
+/// against 2^k columns. H200, double / float, 100 matrices of 1000 rows:
+/// 1000 x 17 1.47 / 1.36 ms (w = 8, 3 blocks) against 0.78 / 0.55 at 16
+/// columns (2 blocks), 1000 x 33 2.37 / 1.88 against 1.32 / 0.89, 1000 x 65
+/// 5.94 / 4.28 (5 blocks) against 3.67 / 2.38. Fewer blocks mean less
+/// parallelism, so only few and only by one; balanced_wcycle_width then
+/// evens them out.
+inline int widened_wcycle_width(int w, const std::vector<MatrixShape>& shapes, int cap) {
+  int N = 0;
+  for (const auto& s : shapes)
+    N = std::max(N, s.cols);
+  if (w < 2 || N < 2)
+    return w;
+  const int wb = wcycle_block_width(w, N), b = (N + wb - 1) / wb;
+  const int last = N - (b - 1) * wb;
+  if (wb != w || b < 3 || b - 1 > wcycle_widest_max_blocks || 2 * last >= w)
+    return w;
+  const int per = (N + b - 2) / (b - 1), wider = (per + 1) / 2 * 2;
+  return wider <= cap && wcycle_block_count(wider, N) == b - 1 ? wider : w;
+}
+
 /// The block width and tailoring plan of a level whose working matrices
 /// (M >= N each) have these shapes: the engine's choice among widths whose
 /// Gram EVD fits `limit` bytes of scratch, never wider than half the columns
@@ -175,7 +203,8 @@ TailoringPlan plan_wcycle_level(
       candidates, shapes, active_tuning_parameters(runs_off_host<ExecSpace>()).tlp_threshold,
       wcycle_fallback_widest_max_blocks(int(sizeof(Scalar))));
   if (width == 0)
-    plan.w = balanced_wcycle_width(plan.w, shapes);
+    plan.w =
+        balanced_wcycle_width(widened_wcycle_width(plan.w, shapes, std::min(w_max, half)), shapes);
   return plan;
 }
 
