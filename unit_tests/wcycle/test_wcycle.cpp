@@ -1193,6 +1193,39 @@ TEST(WcyclePlan, BlockOrderingTakesEveryPairOnce) {
   EXPECT_EQ(ten.back(), (kwsvd::Impl::BlockPairStep{{2, 7}, {0, 1}, {3, 4}, {5, 6}, {8, 9}}));
 }
 
+// A level whose width is not in Table II (at most 12 columns, or forced)
+// gets the table's plate heights at its width, and the engine picks among
+// them: 100 matrices of 8192 x 8 at the H200's threshold take plates of
+// 2048 rows (four teams a pair), not one plate of 8192.
+TEST(WcyclePlan, WidthsOffTheTableKeepTheTablesPlateHeights) {
+  const auto c = kwsvd::Impl::width_off_table_candidates(8192, 4, 4);
+  const std::vector<std::pair<int, int>> heights = {{8192, 256}, {4096, 256}, {2048, 256},
+                                                    {1024, 256}, {2048, 128}, {1024, 128}};
+  ASSERT_EQ(c.size(), heights.size());
+  for (std::size_t k = 0; k < c.size(); ++k) {
+    EXPECT_EQ(c[k].w, 4) << k;
+    EXPECT_EQ(c[k].delta, heights[k].first) << k;
+    EXPECT_EQ(c[k].team_threads, heights[k].second) << k;
+  }
+  const std::vector<kwsvd::MatrixShape> tall(100, {8192, 8});
+  const auto pick = kwsvd::choose_tailoring_plan(c, tall, 92682);
+  EXPECT_EQ(pick.w, 4);
+  EXPECT_EQ(pick.delta, 2048);
+  EXPECT_EQ(kwsvd::choose_tailoring_plan(c, tall, 1).delta, 8192);  // host: the first
+  // A short matrix: heights floor at 8 rows, duplicates dropped.
+  const auto short_rows = kwsvd::Impl::width_off_table_candidates(12, 6, 1);
+  ASSERT_FALSE(short_rows.empty());
+  for (const auto& p : short_rows) {
+    EXPECT_EQ(p.w, 6);
+    EXPECT_GE(p.delta, 8);
+  }
+  // Through the solver (host: threshold 1, one plate of all rows, as before).
+  kwsvd::SvdOptions options;
+  options.level0 = false;
+  kwsvd::BatchedSvd<Exec, double> svd(Exec(), 2, 3000, 8, options);
+  EXPECT_EQ(svd.block_width(), 4);
+}
+
 // A level's width is widened where the widest matrix's last block is a
 // sliver (less than half a block past a multiple of w) among few blocks, to
 // one block fewer, within the cap (the widest EVD, half the columns).

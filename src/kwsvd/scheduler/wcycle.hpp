@@ -149,11 +149,11 @@ inline int balanced_wcycle_width(int w, const std::vector<MatrixShape>& shapes) 
 /// matrix of `shapes` at width w: where its N columns are one block and less
 /// than half of another past a multiple of w ((b - 1) w < N < (b - 1) w + w /
 /// 2 for b blocks) and b - 1 <= wcycle_widest_max_blocks, the narrowest even
-/// width that cuts N into b - 1 blocks, where there is one; else w. Table II's widths are 8, 16,
-/// 24, ...: N = 2^k + 1 columns at the engine's width made a block of one
-/// column, whose pairs cost what full ones do (each pair's Gram, EVD and
-/// update are 2w x 2w), and b - 1 more pairs and one more step a sweep
-/// against 2^k columns. H200, double / float, 100 matrices of 1000 rows:
+/// width that cuts N into b - 1 blocks, where there is one; else w. Table
+/// II's widths are 8, 16, 24, ...: N = 2^k + 1 columns at the engine's width
+/// made a block of one column, whose pairs cost what full ones do (each
+/// pair's Gram, EVD and update are 2w x 2w), and b - 1 more pairs and one
+/// more step a sweep against 2^k columns. H200, double / float, 100 matrices of 1000 rows:
 /// 1000 x 17 1.47 / 1.36 ms (w = 8, 3 blocks) against 0.78 / 0.55 at 16
 /// columns (2 blocks), 1000 x 33 2.37 / 1.88 against 1.32 / 0.89, 1000 x 65
 /// 5.94 / 4.28 (5 blocks) against 3.67 / 2.38. Fewer blocks mean less
@@ -171,6 +171,25 @@ inline int widened_wcycle_width(int w, const std::vector<MatrixShape>& shapes, i
     return w;
   const int per = (N + b - 2) / (b - 1), wider = (per + 1) / 2 * 2;
   return wider <= cap && wcycle_block_count(wider, N) == b - 1 ? wider : w;
+}
+
+/// Table II's plate heights and team sizes for the batch's largest row count
+/// (tailoring_candidates, duplicates dropped), all at width w: the plans of a
+/// level whose width is not one of the table's (a level of at most 12
+/// columns, whose half is narrower than 8, or a width the caller forces).
+/// Such a level had one plate of all the rows a pair, one team a pair: H200,
+/// 100 matrices of 8192 x 8 (100 teams of 8192 rows) 7.14 ms double, 3.25
+/// float, against 2.65 / 1.57 for 4096 x 16 (Table II's plates of m* / 8).
+inline std::vector<TailoringPlan> width_off_table_candidates(int max_rows, int w, int row_align) {
+  std::vector<TailoringPlan> out;
+  for (auto p : tailoring_candidates(max_rows, 48, row_align)) {
+    p.w = w;
+    if (std::none_of(out.begin(), out.end(), [&](const TailoringPlan& q) {
+          return q.delta == p.delta && q.team_threads == p.team_threads;
+        }))
+      out.push_back(p);
+  }
+  return out;
 }
 
 /// The block width and tailoring plan of a level whose working matrices
@@ -196,8 +215,15 @@ TailoringPlan plan_wcycle_level(
     if (width > 0 ? p.w == width : p.w <= half)
       candidates.push_back(p);
   if (candidates.empty()) {
-    return width > 0 ? TailoringPlan{width, std::max(8, max_rows), 256}
-                     : TailoringPlan{std::min(half, std::max(w_max, 2)), max_rows, 256};
+    // Only the width is left to choose; the plate heights are still the
+    // engine's, by TLP alone (choose_wcycle_plan's rules are about widths).
+    TailoringPlan plan = choose_tailoring_plan(
+        width_off_table_candidates(max_rows, width > 0 ? width : std::min(half, std::max(w_max, 2)),
+                                   gemm_plate_row_align<Scalar>()),
+        shapes, active_tuning_parameters(runs_off_host<ExecSpace>()).tlp_threshold);
+    if (width == 0)
+      plan.w = balanced_wcycle_width(plan.w, shapes);
+    return plan;
   }
   TailoringPlan plan = choose_wcycle_plan(
       candidates, shapes, active_tuning_parameters(runs_off_host<ExecSpace>()).tlp_threshold,

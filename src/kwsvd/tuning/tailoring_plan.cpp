@@ -74,10 +74,8 @@ std::vector<TailoringPlan> tailoring_candidates(int max_rows, int w_max, int row
   // aligned height keeps every plate's first row aligned (build_plate_layout
   // lets the rows it leaves over join the task's last plate).
   auto delta = [&](int div) {
-    const int floor = std::min(8, m), d = m / div;
-    if (div == 1 || d % row_align == 0)
-      return std::max(floor, d);
-    return std::max(floor, std::max(row_align, d / row_align * row_align));
+    const int least = std::min(8, m), d = m / div;
+    return std::max(least, div == 1 ? d : d / row_align * row_align);
   };
   const TailoringPlan table[] = {{w_top, delta(1), 256}, {24, delta(1), 256}, {24, delta(2), 256},
                                  {16, delta(2), 256},    {16, delta(4), 256}, {16, delta(8), 256},
