@@ -1194,24 +1194,42 @@ TEST(WcyclePlan, BlockOrderingTakesEveryPairOnce) {
 }
 
 // A level whose width is not in Table II (at most 12 columns, or forced)
-// gets the table's plate heights at its width, and the engine picks among
-// them: 100 matrices of 8192 x 8 at the H200's threshold take plates of
-// 2048 rows (four teams a pair), not one plate of 8192.
+// gets the table's plate heights at its width, with T the update team's
+// threads at that width (64 at w = 4), and the engine picks among them: at
+// the H200's threshold 1000 matrices of 1000 x 6 take plates of 500 rows,
+// 100 of 8192 x 8 the most parallel (1024 rows: none reaches it).
 TEST(WcyclePlan, WidthsOffTheTableKeepTheTablesPlateHeights) {
   const auto c = kwsvd::Impl::width_off_table_candidates(8192, 4, 4);
-  const std::vector<std::pair<int, int>> heights = {{8192, 256}, {4096, 256}, {2048, 256},
-                                                    {1024, 256}, {2048, 128}, {1024, 128}};
+  const std::vector<int> heights = {8192, 4096, 2048, 1024};
   ASSERT_EQ(c.size(), heights.size());
   for (std::size_t k = 0; k < c.size(); ++k) {
     EXPECT_EQ(c[k].w, 4) << k;
-    EXPECT_EQ(c[k].delta, heights[k].first) << k;
-    EXPECT_EQ(c[k].team_threads, heights[k].second) << k;
+    EXPECT_EQ(c[k].delta, heights[k]) << k;
+    EXPECT_EQ(c[k].team_threads, 64) << k;
   }
   const std::vector<kwsvd::MatrixShape> tall(100, {8192, 8});
   const auto pick = kwsvd::choose_tailoring_plan(c, tall, 92682);
   EXPECT_EQ(pick.w, 4);
-  EXPECT_EQ(pick.delta, 2048);
+  EXPECT_EQ(pick.delta, 1024);
   EXPECT_EQ(kwsvd::choose_tailoring_plan(c, tall, 1).delta, 8192);  // host: the first
+  const std::vector<kwsvd::MatrixShape> many(1000, {1000, 6});
+  EXPECT_EQ(
+      kwsvd::choose_tailoring_plan(kwsvd::Impl::width_off_table_candidates(1000, 4, 1), many, 92682)
+          .delta,
+      500);
+  // A wider forced width keeps the table's T (256, 128 for w = 8's plans),
+  // its update team being as large (320 threads at w = 20).
+  const auto table = kwsvd::tailoring_candidates(1000, 48);
+  const auto forced = kwsvd::Impl::width_off_table_candidates(1000, 20, 1);
+  ASSERT_EQ(forced.size(), 6u);
+  for (const auto& p : forced) {
+    EXPECT_EQ(p.w, 20);
+    EXPECT_TRUE(std::any_of(table.begin(), table.end(),
+                            [&](const kwsvd::TailoringPlan& q) {
+                              return q.delta == p.delta && q.team_threads == p.team_threads;
+                            }))
+        << p.delta << ", " << p.team_threads;
+  }
   // A short matrix: heights floor at 8 rows, duplicates dropped.
   const auto short_rows = kwsvd::Impl::width_off_table_candidates(12, 6, 1);
   ASSERT_FALSE(short_rows.empty());

@@ -180,10 +180,17 @@ inline int widened_wcycle_width(int w, const std::vector<MatrixShape>& shapes, i
 /// Such a level had one plate of all the rows a pair, one team a pair: H200,
 /// 100 matrices of 8192 x 8 (100 teams of 8192 rows) 7.14 ms double, 3.25
 /// float, against 2.65 / 1.57 for 4096 x 16 (Table II's plates of m* / 8).
+/// T is at most the threads of the update's team at width w (a chunk of
+/// tailored_update_chunk_max rows: 16 w), which eq. (8)'s TLP counts: the
+/// table's T = 256 made plates 4 times too tall at w = 4 (H200, double 1000
+/// x 6 x 1000: one plate of 1000 rows a pair, teams of 64 threads, the
+/// update 553 us a launch under Nsight Compute against 138 at 1000 x 16).
 inline std::vector<TailoringPlan> width_off_table_candidates(int max_rows, int w, int row_align) {
   std::vector<TailoringPlan> out;
+  const int update_threads = update_chunk_items(tailored_update_chunk_max, w, gemm_tile);
   for (auto p : tailoring_candidates(max_rows, 48, row_align)) {
     p.w = w;
+    p.team_threads = std::max(1, std::min(p.team_threads, update_threads));
     if (std::none_of(out.begin(), out.end(), [&](const TailoringPlan& q) {
           return q.delta == p.delta && q.team_threads == p.team_threads;
         }))
