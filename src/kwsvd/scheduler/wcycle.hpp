@@ -153,8 +153,8 @@ inline int balanced_wcycle_width(int w, const std::vector<MatrixShape>& shapes) 
 /// II's widths are 8, 16, 24, ...: N = 2^k + 1 columns at the engine's width
 /// made a block of one column, whose pairs cost what full ones do (each
 /// pair's Gram, EVD and update are 2w x 2w), and b - 1 more pairs and one
-/// more step a sweep against 2^k columns. H200, double / float, 100 matrices of 1000 rows:
-/// 1000 x 17 1.47 / 1.36 ms (w = 8, 3 blocks) against 0.78 / 0.55 at 16
+/// more step a sweep against 2^k columns. H200, double / float, 100 matrices
+/// of 1000 rows: 1000 x 17 1.47 / 1.36 ms (w = 8, 3 blocks) against 0.78 / 0.55 at 16
 /// columns (2 blocks), 1000 x 33 2.37 / 1.88 against 1.32 / 0.89, 1000 x 65
 /// 5.94 / 4.28 (5 blocks) against 3.67 / 2.38. Fewer blocks mean less
 /// parallelism, so only few and only by one; balanced_wcycle_width then
@@ -191,9 +191,7 @@ inline std::vector<TailoringPlan> width_off_table_candidates(int max_rows, int w
   for (auto p : tailoring_candidates(max_rows, 48, row_align)) {
     p.w = w;
     p.team_threads = std::max(1, std::min(p.team_threads, update_threads));
-    if (std::none_of(out.begin(), out.end(), [&](const TailoringPlan& q) {
-          return q.delta == p.delta && q.team_threads == p.team_threads;
-        }))
+    if (std::find(out.begin(), out.end(), p) == out.end())
       out.push_back(p);
   }
   return out;
@@ -217,24 +215,24 @@ TailoringPlan plan_wcycle_level(
   }
   const int w_max = width > 0 ? std::max(width, 8) : widest_evd_block<ExecSpace, Scalar>(limit);
   const int half = std::max(2, ((max_cols + 1) / 2 + 1) / 2 * 2);
+  const int align = gemm_plate_row_align<Scalar>();
+  const double threshold = active_tuning_parameters(runs_off_host<ExecSpace>()).tlp_threshold;
   std::vector<TailoringPlan> candidates;
-  for (const auto& p : tailoring_candidates(max_rows, w_max, gemm_plate_row_align<Scalar>()))
+  for (const auto& p : tailoring_candidates(max_rows, w_max, align))
     if (width > 0 ? p.w == width : p.w <= half)
       candidates.push_back(p);
-  if (candidates.empty()) {
-    // Only the width is left to choose; the plate heights are still the
-    // engine's, by TLP alone (choose_wcycle_plan's rules are about widths).
-    TailoringPlan plan = choose_tailoring_plan(
-        width_off_table_candidates(max_rows, width > 0 ? width : std::min(half, std::max(w_max, 2)),
-                                   gemm_plate_row_align<Scalar>()),
-        shapes, active_tuning_parameters(runs_off_host<ExecSpace>()).tlp_threshold);
-    if (width == 0)
-      plan.w = balanced_wcycle_width(plan.w, shapes);
-    return plan;
-  }
-  TailoringPlan plan = choose_wcycle_plan(
-      candidates, shapes, active_tuning_parameters(runs_off_host<ExecSpace>()).tlp_threshold,
-      wcycle_fallback_widest_max_blocks(int(sizeof(Scalar))));
+  // No candidate: only the width is decided (at most half the columns and
+  // w_max), the plate heights are still the engine's, by TLP alone
+  // (choose_wcycle_plan's rules are about widths).
+  TailoringPlan plan =
+      candidates.empty()
+          ? choose_tailoring_plan(
+                width_off_table_candidates(
+                    max_rows, width > 0 ? width : std::min(half, std::max(w_max, 2)), align),
+                shapes, threshold)
+          : choose_wcycle_plan(candidates, shapes, threshold,
+                               wcycle_fallback_widest_max_blocks(int(sizeof(Scalar))));
+  // Widening leaves an off-table width as it is: that width is the cap.
   if (width == 0)
     plan.w =
         balanced_wcycle_width(widened_wcycle_width(plan.w, shapes, std::min(w_max, half)), shapes);

@@ -83,10 +83,7 @@ std::vector<TailoringPlan> tailoring_candidates(int max_rows, int w_max, int row
   for (const auto& p : table) {
     if (p.w <= 0 || p.w > w_max)
       continue;
-    const bool seen = std::any_of(out.begin(), out.end(), [&](const TailoringPlan& q) {
-      return q.w == p.w && q.delta == p.delta && q.team_threads == p.team_threads;
-    });
-    if (!seen)
+    if (std::find(out.begin(), out.end(), p) == out.end())
       out.push_back(p);
   }
   return out;

@@ -26,6 +26,10 @@ struct TailoringPlan {
   int team_threads = 0;  ///< threads per team (T_h)
 };
 
+inline bool operator==(const TailoringPlan& a, const TailoringPlan& b) {
+  return a.w == b.w && a.delta == b.delta && a.team_threads == b.team_threads;
+}
+
 /// Rows and columns of one matrix of a batch.
 struct MatrixShape {
   int rows = 0;
