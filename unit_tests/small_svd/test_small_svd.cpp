@@ -301,6 +301,48 @@ TYPED_TEST(SmallSvd, EveryLanesPerPairChoiceIsAccurate) {
   }
 }
 
+TYPED_TEST(SmallSvd, BoundedRowLoopMatchesThePaddedLoopToTheBit) {
+  using T = typename TestFixture::TestScalar;
+  using Layout = typename TestFixture::TestLayout;
+  namespace I = kwsvd::Impl;
+  // Shapes whose padded layout fits every backend's scratch, run padded (as
+  // planned with room) and bounded (planned with the unpadded minimum): the
+  // same rows in the same order, zeros left out, so the same bits. Wide
+  // 20 x 30 bounds V by fewer rows than W; 70 x 24 and 33 x 33 take nine
+  // blocks.
+  for (const auto& [m, n, lanes] :
+       std::vector<std::tuple<int, int, int>>{{30, 20, 8}, {20, 30, 8}, {70, 24, 8}, {33, 33, 4}}) {
+    const std::string what = std::to_string(m) + " x " + std::to_string(n);
+    const auto padded = I::plan_one_sided_jacobi<Exec, T>(m, n, true, lanes, 1 << 20);
+    const auto bounded = I::plan_one_sided_jacobi<Exec, T>(
+        m, n, true, lanes, I::one_sided_jacobi_scratch_bytes<Exec, T>(m, n, true));
+    ASSERT_GT(padded.rows_per_lane, 0) << what;
+    ASSERT_EQ(bounded.rows_per_lane, -padded.rows_per_lane) << what;
+    int run_lanes = lanes;
+    while (run_lanes > I::vector_length_max<Exec>())
+      run_lanes /= 2;
+    std::vector<std::vector<T>> mats;
+    for (int b = 0; b < 3; ++b)
+      mats.push_back(random_matrix<T>(m, n, 7u * b + m));
+    auto run_with = [&](const I::OneSidedJacobiShape& shape) {
+      return kwsvd::test::run_svd_batch<T, Layout>(
+          mats, m, n,
+          [&](const auto& A, const auto& S, const auto& U, const auto& V, const auto& info) {
+            I::launch_uniform_small_svd(Exec(), A, S, U, V, info, kwsvd::SvdOptions{},
+                                        kwsvd::Job::values_and_vectors, shape, run_lanes);
+          });
+    };
+    const auto p = run_with(padded), r = run_with(bounded);
+    this->expect_accurate(mats, m, n, r, what + " bounded");
+    for (int b = 0; b < 3; ++b) {
+      EXPECT_EQ(r.info[b].sweeps, p.info[b].sweeps) << what;
+      EXPECT_EQ(r.s[b], p.s[b]) << what;
+      EXPECT_EQ(r.u[b], p.u[b]) << what;
+      EXPECT_EQ(r.v[b], p.v[b]) << what;
+    }
+  }
+}
+
 TYPED_TEST(SmallSvd, ReportsSweepsAndNonConvergence) {
   using T = typename TestFixture::TestScalar;
   const int m = 32, n = 32;
@@ -460,26 +502,87 @@ TEST(SmallSvdPlan, PaddingFollowsTheScratchLimit) {
   EXPECT_EQ(roomy.rows_per_lane, 4);
   EXPECT_EQ(roomy.ld_w, 32);
   EXPECT_EQ(roomy.ld_v, 32);
-  // Without room for the compiled padding: the general loop, 128-byte padded.
-  I::OneSidedJacobiShape general(20, 12, true);
-  general.ld_w = 32;
-  general.ld_v = 16;
-  const std::size_t general_bytes = I::one_sided_jacobi_scratch_bytes<Host, double>(general);
-  const auto mid = I::plan_one_sided_jacobi<Host, double>(20, 12, true, 8, general_bytes);
-  EXPECT_EQ(mid.rows_per_lane, 0);
-  EXPECT_EQ(mid.ld_w, 32);
-  EXPECT_EQ(mid.ld_v, 16);
-  // Without room for any padding: the minimum small_svd_fits checks.
-  const std::size_t tight = I::one_sided_jacobi_scratch_bytes<Host, double>(20, 12, true);
-  const auto packed = I::plan_one_sided_jacobi<Host, double>(20, 12, true, 8, tight);
-  EXPECT_EQ(packed.rows_per_lane, 0);
-  EXPECT_EQ(packed.ld_w, 20);
-  EXPECT_EQ(packed.ld_v, 12);
+  // 40 x 40 with 16 lanes: 3 row blocks, compiled as 4 (64 rows). Without
+  // room for that padding: the bounded loop of as many blocks, 128-byte
+  // padded (48 rows).
+  I::OneSidedJacobiShape rounded(40, 40, true);
+  rounded.ld_w = 48;
+  rounded.ld_v = 48;
+  const std::size_t rounded_bytes = I::one_sided_jacobi_scratch_bytes<Host, double>(rounded);
+  EXPECT_EQ((I::plan_one_sided_jacobi<Host, double>(40, 40, true, 16, 1 << 20).ld_w), 64);
+  const auto mid = I::plan_one_sided_jacobi<Host, double>(40, 40, true, 16, rounded_bytes);
+  EXPECT_EQ(mid.rows_per_lane, -4);
+  EXPECT_EQ(mid.ld_w, 48);
+  EXPECT_EQ(mid.ld_v, 48);
+  // Without room for any padding: the minimum small_svd_fits checks, still
+  // bounded.
+  const std::size_t tight = I::one_sided_jacobi_scratch_bytes<Host, double>(40, 40, true);
+  const auto packed = I::plan_one_sided_jacobi<Host, double>(40, 40, true, 16, tight);
+  EXPECT_EQ(packed.rows_per_lane, -4);
+  EXPECT_EQ(packed.ld_w, 40);
+  EXPECT_EQ(packed.ld_v, 40);
+  // The H200's 40936 bytes: float 65^2 with 8 lanes is 9 blocks, padded to 72
+  // rows (ld 96) 50 KB, bounded and unpadded 33.8 KB; double 49^2 is 7
+  // blocks, padded to 64 rows 50 KB: general, unpadded (38.8 KB).
+  const std::size_t h200 = 40936;
+  const auto f65 = I::plan_one_sided_jacobi<Host, float>(65, 65, true, 8, h200);
+  EXPECT_EQ(f65.rows_per_lane, -9);
+  EXPECT_EQ(f65.ld_w, 65);
+  const auto d49 = I::plan_one_sided_jacobi<Host, double>(49, 49, true, 8, h200);
+  EXPECT_EQ(d49.rows_per_lane, 0);
+  EXPECT_EQ(d49.ld_w, 49);
+  EXPECT_EQ(d49.ld_v, 49);
+  // 72 x 30 float: nine blocks padded fit.
+  EXPECT_EQ((I::plan_one_sided_jacobi<Host, float>(72, 30, true, 8, h200).rows_per_lane), 9);
   // 40 rows in 4-lane blocks is 10 blocks: past the compiled counts.
   const auto wide = I::plan_one_sided_jacobi<Host, float>(5, 40, false, 4, 1 << 20);
   EXPECT_TRUE(wide.transposed);
   EXPECT_EQ(wide.rows_per_lane, 0);
   EXPECT_EQ(wide.ld_w, 64);  // 32 floats per 128 bytes
+}
+
+TEST(SmallSvdPlan, BoundedRowLoopVisitsEveryRowOnceAndNoneBeyond) {
+  // 21 rows in blocks of four lanes: six blocks, the last with one row,
+  // visited in the padded loop's order.
+  for (int first = 0; first < 6; ++first) {
+    std::vector<int> visited(24, 0);
+    const kwsvd::Impl::PairRows<-6> rows(first, 6, 2, 21);
+    for (int lane = 0; lane < 4; ++lane)
+      rows.for_rows(lane, CountVisits{visited.data()});
+    for (int r = 0; r < 24; ++r)
+      ASSERT_EQ(visited[r], r < 21 ? 1 : 0) << "first " << first << ", row " << r;
+  }
+}
+
+TEST(SmallSvdPlan, GroupRowLoopPadsWhereAllFitElseBounds) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  namespace I = kwsvd::Impl;
+  auto planned = [](auto scalar, std::vector<std::pair<int, int>> sizes) {
+    using T = decltype(scalar);
+    std::vector<I::OneSidedJacobiShape> shapes;
+    for (auto [m, n] : sizes)
+      shapes.push_back(I::plan_one_sided_jacobi<Host, T>(m, n, true, 8, 40936));
+    return shapes;
+  };
+  // 30 x 20 (4 blocks) and 48 x 48 (6): both padded to 48 rows.
+  auto fit = planned(0.0, {{30, 20}, {48, 48}});
+  EXPECT_EQ((I::plan_group_rows_per_lane<Host, double>(fit, 40936)), 6);
+  EXPECT_EQ(fit[0].ld_w, 48);
+  EXPECT_EQ(fit[0].rows_per_lane, 6);
+  // Float 65 x 65 (9 blocks), whose padding does not fit: bounded for all,
+  // each as planned.
+  auto tight = planned(0.0f, {{30, 20}, {65, 65}});
+  EXPECT_EQ((I::plan_group_rows_per_lane<Host, float>(tight, 40936)), -9);
+  EXPECT_EQ(tight[0].ld_w, 32);
+  EXPECT_EQ(tight[1].ld_w, 65);
+  for (const auto& shape : tight)
+    EXPECT_EQ(shape.rows_per_lane, -9);
+  // Double 49 x 49 (7 blocks) has no bounded loop: general.
+  auto seven = planned(0.0, {{30, 20}, {49, 49}});
+  EXPECT_EQ((I::plan_group_rows_per_lane<Host, double>(seven, 40936)), 0);
+  // 100 rows are 13 blocks: the general loop.
+  auto tall = planned(0.0, {{100, 10}, {20, 20}});
+  EXPECT_EQ((I::plan_group_rows_per_lane<Host, double>(tall, 40936)), 0);
 }
 
 TEST(SmallSvdPlan, RoundRobinPairsEveryColumnOncePerStep) {

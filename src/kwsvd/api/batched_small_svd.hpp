@@ -144,7 +144,8 @@ inline int small_svd_lanes(const SvdOptions& options, int rows, long batch) {
 /// Level-0 SVDs of a group of matrices of different shapes, one team each,
 /// read and written through slots; each matrix has its own shape, planned on
 /// the host for the group's one row loop: RowsPerLane compiled row blocks
-/// (every shape padded to that many), or 0, the general loop.
+/// (every shape padded to that many; negative: bounded), or 0, the general
+/// loop.
 template <class ExecSpace, class Scalar, int RowsPerLane = 0>
 struct SlottedSmallSvdFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
@@ -176,8 +177,8 @@ struct SlottedSmallSvdFunctor {
 };
 
 /// The host plan of such a group: per-matrix shapes (padded as far as the
-/// scratch limit allows), the group's compiled row blocks (0: the general
-/// loop), lanes per pair, team size and scratch per team.
+/// scratch limit allows), the group's row loop (plan_group_rows_per_lane),
+/// lanes per pair, team size and scratch per team.
 struct SlottedSmallSvdPlan {
   std::vector<OneSidedJacobiShape> shapes;
   int rows_per_lane = 0;
@@ -220,32 +221,16 @@ SlottedSmallSvdPlan plan_slotted_small_svd(const std::vector<MatrixShape>& shape
         s.rows, s.cols, job_keeps_rotations(options.job, s.rows, s.cols), lanes, limit));
     planned.back().sorted = options.sort;
   }
-  // One compiled row loop for the group, with the most row blocks of its
-  // matrices, every matrix padded to them with zero rows (as a uniform batch
-  // pads to its compiled count), where each has a compiled loop of its own
-  // and fits scratch padded; else the general loop for all, each matrix's
-  // leading dimensions as planned.
-  int compiled = 0;
-  for (const auto& shape : planned)
-    compiled = std::max(compiled, shape.rows_per_lane);
-  std::vector<OneSidedJacobiShape> padded;
+  // One row loop for the group (plan_group_rows_per_lane): compiled with
+  // the most row blocks of its matrices, every matrix padded to them with
+  // zero rows (as a uniform batch pads to its compiled count) where they all
+  // fit scratch padded, else bounded, else general.
+  plan.rows_per_lane = plan_group_rows_per_lane<ExecSpace, Scalar>(planned, limit);
   for (const auto& shape : planned) {
-    padded.push_back(shape_for_rows_per_lane<Scalar>(shape, compiled));
-    if (shape.rows_per_lane == 0 ||
-        one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(padded.back()) > limit)
-      compiled = 0;
-  }
-  if (compiled == 0) {
-    padded = planned;
-    for (auto& shape : padded)
-      shape.rows_per_lane = 0;
-  }
-  for (const auto& shape : padded) {
     plan.shapes.push_back(shape);
     plan.scratch = std::max(plan.scratch, one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(shape));
     plan.pairs = std::max(plan.pairs, (shape.cols + 1) / 2);
   }
-  plan.rows_per_lane = compiled;
   while (lanes > 1 && lanes > vector_length_max<ExecSpace>())
     lanes /= 2;
   plan.lanes = lanes;
@@ -456,6 +441,45 @@ void complete_uniform_full_sides(const ExecSpace& exec, const AView& A, const SV
         plan_full_side_scratch<ExecSpace, Scalar>({MatrixShape{m, n}}));
 }
 
+/// The level-0 launch of a checked uniform batch (batched_small_svd_impl)
+/// with the planned `shape` and the backend's `lanes`: one team a matrix,
+/// compiled for the shape's row loop; then the full sides' completion.
+/// Tests pass the shapes of other row loops.
+template <class ExecSpace, class AView, class SView, class UView, class VView, class InfoView>
+void launch_uniform_small_svd(const ExecSpace& exec, const AView& A, const SView& S, const UView& U,
+                              const VView& V, const InfoView& info, const SvdOptions& options,
+                              Job job, const OneSidedJacobiShape& shape, int lanes) {
+  using Scalar = typename SView::non_const_value_type;
+  const std::size_t batch = A.extent(0), k = std::min(A.extent(1), A.extent(2));
+  const Scalar tol = resolved_tolerance<Scalar>(options.tolerance);
+  // The sides the job computes (an empty matrix for the others, which the
+  // kernel then does not write).
+  const bool left = job_writes_u(job) && k > 0, right = job_writes_v(job) && k > 0;
+  const BatchedSmallSvdFunctor<ExecSpace, Scalar, 0> general{
+      matrix_of<const Scalar>(A, 0),
+      std::ptrdiff_t(A.stride(0)),
+      S.data(),
+      std::ptrdiff_t(S.stride(0)),
+      std::ptrdiff_t(S.stride(1)),
+      int(S.extent(1)),
+      left ? matrix_of<Scalar>(U, 0) : StridedMatrix<Scalar>{},
+      right ? matrix_of<Scalar>(V, 0) : StridedMatrix<Scalar>{},
+      left ? std::ptrdiff_t(U.stride(0)) : 0,
+      right ? std::ptrdiff_t(V.stride(0)) : 0,
+      info.data(),
+      std::ptrdiff_t(info.stride(0)),
+      shape,
+      tol,
+      options.max_sweeps};
+  const std::size_t scratch = one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(shape);
+  with_compiled_rows_per_lane(shape.rows_per_lane, [&](auto rows_per_lane) {
+    launch_column_pair_teams(exec, "kwsvd::batched_small_svd", int(batch), (shape.cols + 1) / 2,
+                             lanes, scratch,
+                             with_rows_per_lane<decltype(rows_per_lane)::value>(general));
+  });
+  complete_uniform_full_sides(exec, A, S, U, V, info, options, job);
+}
+
 template <class ExecSpace, class AView, class SView, class UView, class VView, class InfoView>
 void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& S, const UView& U,
                             const VView& V, const InfoView& info, const SvdOptions& options,
@@ -489,7 +513,6 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
 
   constexpr const char* fn = "kwsvd::batched_small_svd";
   const std::size_t batch = A.extent(0), m = A.extent(1), n = A.extent(2);
-  const std::size_t k = m < n ? m : n;
   if (batch > std::size_t(1) << 30 || m > std::size_t(1) << 20 || n > std::size_t(1) << 20) {
     throw_invalid_argument(fn, "A", "is too large: extents " + format_extents({batch, m, n}));
   }
@@ -514,8 +537,6 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
             "; check kwsvd::small_svd_fits first");
   }
 
-  const Scalar tol = resolved_tolerance<Scalar>(options.tolerance);
-
   // alpha x warp per pair (§IV-B-1): the caller's choice or the chosen rule,
   // from the row count of the work matrix; never more than the backend has.
   const int rows = int(m > n ? m : n);
@@ -527,32 +548,7 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
   shape.sorted = options.sort;
   while (lanes > 1 && lanes > vector_length_max<ExecSpace>())
     lanes /= 2;
-  // The sides the job computes (an empty matrix for the others, which the
-  // kernel then does not write).
-  const bool left = job_writes_u(job) && k > 0, right = job_writes_v(job) && k > 0;
-  const BatchedSmallSvdFunctor<ExecSpace, Scalar, 0> general{
-      matrix_of<const Scalar>(A, 0),
-      std::ptrdiff_t(A.stride(0)),
-      S.data(),
-      std::ptrdiff_t(S.stride(0)),
-      std::ptrdiff_t(S.stride(1)),
-      int(S.extent(1)),
-      left ? matrix_of<Scalar>(U, 0) : StridedMatrix<Scalar>{},
-      right ? matrix_of<Scalar>(V, 0) : StridedMatrix<Scalar>{},
-      left ? std::ptrdiff_t(U.stride(0)) : 0,
-      right ? std::ptrdiff_t(V.stride(0)) : 0,
-      info.data(),
-      std::ptrdiff_t(info.stride(0)),
-      shape,
-      tol,
-      options.max_sweeps};
-  const std::size_t scratch = one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(shape);
-  with_compiled_rows_per_lane(shape.rows_per_lane, [&](auto rows_per_lane) {
-    launch_column_pair_teams(exec, "kwsvd::batched_small_svd", int(batch), (shape.cols + 1) / 2,
-                             lanes, scratch,
-                             with_rows_per_lane<decltype(rows_per_lane)::value>(general));
-  });
-  complete_uniform_full_sides(exec, A, S, U, V, info, options, job);
+  launch_uniform_small_svd(exec, A, S, U, V, info, options, job, shape, lanes);
 }
 
 }  // namespace Impl

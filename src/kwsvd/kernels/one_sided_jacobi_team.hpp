@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "kwsvd/api/options.hpp"
 #include "kwsvd/impl/kokkos_compat.hpp"
@@ -356,7 +357,12 @@ KOKKOS_INLINE_FUNCTION Scalar power_of_two_scale(Scalar amax) {
 /// are padded with zero rows up to rows_per_lane * row_block (zeros add
 /// nothing to inner products and rotate into zeros), so the row loops are
 /// fully unrolled with neither bounds tests nor index arithmetic beyond an
-/// add. rows_per_lane = 0 is the general path for any row count.
+/// add. rows_per_lane < 0 is the same loop over -rows_per_lane blocks, bounded:
+/// rows past the matrix are skipped by a test instead of padded, for the
+/// shapes whose padding does not fit scratch (float 65^2 to 71^2 with 8 lanes
+/// need 72 rows a column, 96 with 128-byte leading dimensions). It visits
+/// the rows in the padded loop's order, so its sums are the padded loop's
+/// to the bit. rows_per_lane = 0 is the general path for any row count.
 struct OneSidedJacobiShape {
   int m = 0, n = 0;         // the input matrix
   int rows = 0;             // M = max(m, n): rows of the work matrix W
@@ -366,7 +372,7 @@ struct OneSidedJacobiShape {
   bool sorted = true;       // outputs in descending order (SvdOptions::sort)
   int ld_w = 0, ld_v = 0;   // leading dimensions in scratch
   int row_block_log2 = 0;   // row_block = 1 << row_block_log2
-  int rows_per_lane = 0;    // compiled block count, 0: general path
+  int rows_per_lane = 0;    // compiled block count (< 0: bounded), 0: general path
 
   OneSidedJacobiShape() = default;
   KOKKOS_INLINE_FUNCTION OneSidedJacobiShape(int m_, int n_, bool vectors_)
@@ -380,19 +386,47 @@ struct OneSidedJacobiShape {
         ld_v(cols) {}
 };
 
-/// Block counts with a compiled row loop (the others take the general path).
+/// Block counts with a compiled, padded row loop (the others take the
+/// general path). Nine blocks are the 65 to 72 rows of 8 lanes (the lanes
+/// the measured rule gives those rows at large batches): H200, x 1000,
+/// general -> nine blocks (ms), 20 x 70 double 0.50 -> 0.39, float 0.39 ->
+/// 0.29; 72 x 30 double 1.21 -> 1.05, float 0.89 -> 0.67; float 70 x 24
+/// 0.48 -> 0.36, but double 70 x 24 0.63 -> 0.71 (V's 24 rows padded to
+/// W's 72).
 KOKKOS_INLINE_FUNCTION constexpr int compiled_rows_per_lane(int blocks) {
   return blocks <= 1   ? 1
          : blocks <= 2 ? 2
          : blocks <= 4 ? 4
          : blocks <= 6 ? 6
          : blocks <= 8 ? 8
+         : blocks <= 9 ? 9
                        : 0;
 }
 
+/// The bounded row loop for `blocks` row blocks (a negative rows_per_lane),
+/// or 0 where the general loop is as fast. H200, the general loop against
+/// the bounded one where the padding does not fit (ms): nine blocks, float
+/// 65^2 x 1000 5.76 -> 4.22, 70^2 6.55 -> 5.67; five, float 65^2 x 100
+/// (16 lanes) 1.40 -> 1.03; three or four, double 40^2 to 50^2 x 100
+/// (16 lanes) 0.68 -> 0.59 to 0.92 -> 0.78. Seven and eight blocks stay
+/// general: the general loop, which runs blocks in fours, visits no more
+/// of them there, and bounded, double 49^2 and 50^2 x 1000 (8 lanes) ran
+/// 7% slower (3.95 -> 4.23 ms). One or two blocks, whose padding is a few
+/// rows, share the four-block loop.
+KOKKOS_INLINE_FUNCTION constexpr int bounded_rows_per_lane(int blocks) {
+  return blocks <= 4 ? -4 : blocks <= 6 ? -6 : blocks == 9 ? -9 : 0;
+}
+
+/// Row blocks a compiled row loop visits (padded or bounded), 0 for the
+/// general loop.
+KOKKOS_INLINE_FUNCTION constexpr int row_loop_blocks(int rows_per_lane) {
+  return rows_per_lane < 0 ? -rows_per_lane : rows_per_lane;
+}
+
 /// f(std::integral_constant<int, R>()) with R = rows_per_lane when that is a
-/// compiled block count (compiled_rows_per_lane), else R = 0 (the general
-/// path): the kernels' RowsPerLane from a planned shape's run-time value.
+/// compiled row loop (compiled_rows_per_lane, bounded_rows_per_lane), else
+/// R = 0 (the general path): the kernels' RowsPerLane from a planned
+/// shape's run-time value.
 template <class F>
 void with_compiled_rows_per_lane(int rows_per_lane, const F& f) {
   switch (rows_per_lane) {
@@ -406,6 +440,14 @@ void with_compiled_rows_per_lane(int rows_per_lane, const F& f) {
       return f(std::integral_constant<int, 6>());
     case 8:
       return f(std::integral_constant<int, 8>());
+    case 9:
+      return f(std::integral_constant<int, 9>());
+    case -4:
+      return f(std::integral_constant<int, -4>());
+    case -6:
+      return f(std::integral_constant<int, -6>());
+    case -9:
+      return f(std::integral_constant<int, -9>());
     default:
       return f(std::integral_constant<int, 0>());
   }
@@ -426,38 +468,77 @@ std::size_t one_sided_jacobi_scratch_bytes(int m, int n, bool vectors) {
   return one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(OneSidedJacobiShape(m, n, vectors));
 }
 
-/// `s` laid out for `rows_per_lane` compiled row blocks (0: the general
-/// loop): W and V padded with zero rows to rows_per_lane row blocks, and
-/// their leading dimensions to a multiple of 128 bytes.
+/// `s` laid out for the row loop `rows_per_lane` (compiled: W and V padded
+/// with zero rows to rows_per_lane row blocks; bounded or general: no
+/// padding rows), their leading dimensions rounded up to a multiple of
+/// 128 bytes.
 template <class Scalar>
 OneSidedJacobiShape shape_for_rows_per_lane(OneSidedJacobiShape s, int rows_per_lane) {
   constexpr int wavefront = int(128 / sizeof(Scalar));
   auto round_up = [](int x) { return (x + wavefront - 1) / wavefront * wavefront; };
-  const int padded_rows = rows_per_lane * (1 << s.row_block_log2);
+  const int padded_rows = rows_per_lane > 0 ? rows_per_lane * (1 << s.row_block_log2) : 0;
   s.rows_per_lane = rows_per_lane;
   s.ld_w = round_up(s.rows > padded_rows ? s.rows : padded_rows);
   s.ld_v = round_up(s.cols > padded_rows ? s.cols : padded_rows);
   return s;
 }
 
+/// Row blocks of `s`'s work matrix (its row_block_log2 set).
+KOKKOS_INLINE_FUNCTION int one_sided_row_blocks(const OneSidedJacobiShape& s) {
+  return (s.rows + (1 << s.row_block_log2) - 1) >> s.row_block_log2;
+}
+
 /// The shape of an m x n SVD run with `lanes` vector lanes per column pair,
-/// the most padded layout that fits `scratch_limit`: the compiled row loop
-/// with 128-byte leading dimensions, else the general loop with them, else
-/// the general loop unpadded (the minimum small_svd_fits checks).
+/// the fastest layout that fits `scratch_limit`: the compiled row loop
+/// padded, with 128-byte leading dimensions; else the bounded compiled loop
+/// with them, then without them (the minimum small_svd_fits checks); else,
+/// past the compiled counts, the general loop with and then without them.
+/// H200, batch 1000: float 65^2 took 5.76 ms on the general loop (2.91 at
+/// 64^2, padded), 4.22 on the bounded one.
 template <class ExecSpace, class Scalar>
 OneSidedJacobiShape plan_one_sided_jacobi(int m, int n, bool vectors, int lanes,
                                           std::size_t scratch_limit) {
   OneSidedJacobiShape s(m, n, vectors);
   while ((1 << s.row_block_log2) < lanes)
     ++s.row_block_log2;
-  const int block = 1 << s.row_block_log2;
+  const int blocks = one_sided_row_blocks(s);
+  auto fits = [&](const OneSidedJacobiShape& t) {
+    return one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(t) <= scratch_limit;
+  };
   const OneSidedJacobiShape compiled =
-      shape_for_rows_per_lane<Scalar>(s, compiled_rows_per_lane((s.rows + block - 1) / block));
-  if (compiled.rows_per_lane > 0 &&
-      one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(compiled) <= scratch_limit)
+      shape_for_rows_per_lane<Scalar>(s, compiled_rows_per_lane(blocks));
+  if (compiled.rows_per_lane > 0 && fits(compiled))
     return compiled;
-  const OneSidedJacobiShape padded = shape_for_rows_per_lane<Scalar>(s, 0);
-  return one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(padded) <= scratch_limit ? padded : s;
+  s.rows_per_lane = bounded_rows_per_lane(blocks);
+  const OneSidedJacobiShape rounded = shape_for_rows_per_lane<Scalar>(s, s.rows_per_lane);
+  return fits(rounded) ? rounded : s;
+}
+
+/// One row loop for a group of shapes planned with the same lanes
+/// (plan_one_sided_jacobi), which one launch runs: the padded loop of the
+/// most row blocks among them where every shape has a compiled count and
+/// fits `scratch_limit` padded to it (the shapes are padded); else the
+/// bounded loop of that many blocks (the shapes as planned: bounded rows
+/// need no padding); else, past the compiled counts, the general loop.
+template <class ExecSpace, class Scalar>
+int plan_group_rows_per_lane(std::vector<OneSidedJacobiShape>& shapes, std::size_t scratch_limit) {
+  int blocks = 1;
+  for (const auto& shape : shapes)
+    blocks = one_sided_row_blocks(shape) > blocks ? one_sided_row_blocks(shape) : blocks;
+  const int compiled = compiled_rows_per_lane(blocks);
+  int chosen = compiled;
+  std::vector<OneSidedJacobiShape> padded;
+  for (const auto& shape : shapes) {
+    padded.push_back(shape_for_rows_per_lane<Scalar>(shape, compiled));
+    if (compiled == 0 ||
+        one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(padded.back()) > scratch_limit)
+      chosen = bounded_rows_per_lane(blocks);
+  }
+  if (chosen > 0)
+    shapes = padded;
+  for (auto& shape : shapes)
+    shape.rows_per_lane = chosen;
+  return chosen;
 }
 
 /// Row visited at vector index q (0 <= q < blocks << log2) by a pair whose
@@ -476,12 +557,16 @@ KOKKOS_INLINE_FUNCTION int staggered_row(int q, int first, int blocks, int log2)
 /// ThreadVectorRange(member, 2^log2): on a GPU every lane takes one `lane`;
 /// on a host backend one thread takes them all in turn, visiting the same rows.
 ///
-/// Blocks > 0: the compiled path. The block offsets are computed once per
-/// pair and step; rows past the matrix are zero padding, so no bounds test.
-template <int Blocks>
+/// RowsPerLane > 0: the compiled path. The block offsets are computed once
+/// per pair and step; rows past the matrix are zero padding, so no bounds
+/// test. RowsPerLane < 0: the same blocks and order, rows past `rows`
+/// skipped (the bounded loop).
+template <int RowsPerLane>
 struct PairRows {
+  static constexpr int Blocks = row_loop_blocks(RowsPerLane);
   int offset[Blocks];
-  KOKKOS_INLINE_FUNCTION PairRows(int first, int /*blocks*/, int log2, int /*rows*/) {
+  int rows;
+  KOKKOS_INLINE_FUNCTION PairRows(int first, int /*blocks*/, int log2, int rows_) : rows(rows_) {
     KWSVD_UNROLL
     for (int t = 0; t < Blocks; ++t) {
       const int b = first + t < Blocks ? first + t : first + t - Blocks;
@@ -491,8 +576,11 @@ struct PairRows {
   template <class F>
   KOKKOS_INLINE_FUNCTION void for_rows(int lane, const F& f) const {
     KWSVD_UNROLL
-    for (int t = 0; t < Blocks; ++t)
-      f(lane + offset[t]);
+    for (int t = 0; t < Blocks; ++t) {
+      const int r = lane + offset[t];
+      if (RowsPerLane > 0 || r < rows)
+        f(r);
+    }
   }
 };
 
@@ -550,7 +638,8 @@ template <int RowsPerLane, bool Compensated = false, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void one_sided_column_norms(const Member& member, const Scalar* W,
                                                    std::size_t ldw, int M, int N, int log2,
                                                    Scalar* d) {
-  const int w_blocks = RowsPerLane > 0 ? RowsPerLane : (M + (1 << log2) - 1) >> log2;
+  const int w_blocks =
+      RowsPerLane != 0 ? row_loop_blocks(RowsPerLane) : (M + (1 << log2) - 1) >> log2;
   using Rows = PairRows<RowsPerLane>;
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
     const Scalar* w = W + ldw * c;
@@ -578,20 +667,21 @@ KOKKOS_INLINE_FUNCTION void one_sided_column_norms(const Member& member, const S
 /// until a sweep rotates nothing or after max_sweeps. W and V may live in
 /// scratch or in memory; `v_padded`: with a compiled row loop (RowsPerLane >
 /// 0), V's columns hold W's padded rows (zero past N), so V's rows take W's
-/// offsets; otherwise they take the general loop over N rows (V in memory,
-/// leading dimension N). d: N scalars for the squared norms, rotated: two
-/// flags (both may be in scratch). Columns whose squared norm is at most
-/// `zero_column` (negative: none) are left alone. Returns the sweeps run;
-/// `converged` tells whether the last one rotated nothing. Collective; one
-/// team thread per column pair and 1 << log2 vector lanes, as
-/// one_sided_jacobi_team.
+/// offsets; otherwise (V in memory, leading dimension N) W's offsets bounded
+/// by N, or with the general loop, the general loop over N rows. d: N
+/// scalars for the squared norms, rotated: two flags (both may be in
+/// scratch). Columns whose squared norm is at most `zero_column` (negative:
+/// none) are left alone. Returns the sweeps run; `converged` tells whether
+/// the last one rotated nothing. Collective; one team thread per column pair
+/// and 1 << log2 vector lanes, as one_sided_jacobi_team.
 template <int RowsPerLane, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar* W, std::size_t ldw,
                                                    int M, int N, Scalar* V, std::size_t ldv,
                                                    int log2, Scalar* d, int* rotated, Scalar tol,
                                                    Scalar zero_column, int max_sweeps,
                                                    bool& converged, bool v_padded = true) {
-  const int w_blocks = RowsPerLane > 0 ? RowsPerLane : (M + (1 << log2) - 1) >> log2;
+  const int w_blocks =
+      RowsPerLane != 0 ? row_loop_blocks(RowsPerLane) : (M + (1 << log2) - 1) >> log2;
   const int v_blocks = (N + (1 << log2) - 1) >> log2;
   using Rows = PairRows<RowsPerLane>;
   // Exact squared column norms. Inner-product caching (§IV-B-2, eq. 6) updates
@@ -626,8 +716,8 @@ KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar*
         // Consecutive pairs of a warp start at consecutive row blocks
         // (a compile-time modulus where the blocks are compiled).
         int first = pair;
-        if constexpr (RowsPerLane > 0) {
-          first = pair % RowsPerLane;
+        if constexpr (RowsPerLane != 0) {
+          first = pair % row_loop_blocks(RowsPerLane);
         } else {
           while (first >= w_blocks)
             first -= w_blocks;
@@ -668,9 +758,16 @@ KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar*
         };
         rotate(wrows, wi, wj);
         if (V != nullptr) {
-          // A padded V has W's blocks: the same row offsets.
+          // A padded V has W's blocks: the same row offsets. Any other V
+          // of a compiled loop takes them too, bounded by its N rows (N <=
+          // M): the matrices swept whole keep V in memory with N rows
+          // (H200, double x 1000, V on the general loop -> bounded: 56^2
+          // 4.43 -> 4.26 ms, 60^2 5.13 -> 4.95).
           if (RowsPerLane > 0 && v_padded) {
             rotate(wrows, V + ldv * i, V + ldv * j);
+          } else if constexpr (RowsPerLane != 0) {
+            rotate(PairRows<-row_loop_blocks(RowsPerLane)>(first, w_blocks, log2, N), V + ldv * i,
+                   V + ldv * j);
           } else {
             int vfirst = pair;
             while (vfirst >= v_blocks)

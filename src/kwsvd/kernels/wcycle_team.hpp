@@ -107,8 +107,9 @@ KOKKOS_INLINE_FUNCTION int wcycle_whole_matrix_team(const Member& member, Scalar
       member, int(lds), N,
       [&](const int r, const int c) { return r < M ? W[r + ldw * c] : Scalar(0); }, ws.W, lds);
   member.team_barrier();
-  // V (leading dimension N) has W's row blocks only when they end at N.
-  const bool v_padded = RowsPerLane > 0 && (RowsPerLane << log2) <= N;
+  // V (leading dimension N) has W's row blocks only when they end at N (the
+  // bounded loop bounds them by N instead).
+  const bool v_padded = RowsPerLane > 0 && (row_loop_blocks(RowsPerLane) << log2) <= N;
   const int sweeps = one_sided_jacobi_sweeps<RowsPerLane>(
       member, ws.W, lds, M, N, V, std::size_t(N), log2, ws.norm2, ws.rotated, tol,
       negligible_squared_norm<Scalar>(), max_sweeps, converged, v_padded);

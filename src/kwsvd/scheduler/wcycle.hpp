@@ -1043,8 +1043,8 @@ class WcycleLevelSolver {
   /// Plans the sweeps of the matrices swept whole: lanes per pair as for
   /// the level-0 kernel (SvdOptions::lanes_per_pair, lanes_rule), raised
   /// where that keeps the row loop compiled (8 row blocks or fewer); one
-  /// shape each (plan_one_sided_jacobi without vectors), compiled when they
-  /// all share a row-block count.
+  /// shape each (plan_one_sided_jacobi without vectors) and one row loop
+  /// for all (plan_group_rows_per_lane).
   void plan_whole(const std::vector<WorkGeometry>& geometry, const std::vector<int>& whole) {
     summary_.whole_matrices = long(whole.size());
     whole_ = WholePlan{};
@@ -1061,16 +1061,13 @@ class WcycleLevelSolver {
       const auto& g = geometry[std::size_t(b)];
       shapes.push_back(
           plan_one_sided_jacobi<ExecSpace, Scalar>(g.rows, g.cols, false, lanes, limit_));
-      whole_.scratch = std::max(whole_.scratch,
-                                one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(shapes.back()));
       whole_.pairs = std::max(whole_.pairs, (g.cols + 1) / 2);
     }
-    whole_.rows_per_lane = shapes.front().rows_per_lane;
+    whole_.rows_per_lane = plan_group_rows_per_lane<ExecSpace, Scalar>(shapes, limit_);
+    whole_.scratch = 0;
     for (const auto& shape : shapes)
-      if (shape.rows_per_lane != whole_.rows_per_lane)
-        whole_.rows_per_lane = 0;
-    for (auto& shape : shapes)
-      shape.rows_per_lane = whole_.rows_per_lane;
+      whole_.scratch =
+          std::max(whole_.scratch, one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(shape));
     while (lanes > 1 && lanes > vector_length_max<ExecSpace>())
       lanes /= 2;
     whole_.lanes = lanes;
