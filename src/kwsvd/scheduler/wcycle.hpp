@@ -1064,7 +1064,6 @@ class WcycleLevelSolver {
       whole_.pairs = std::max(whole_.pairs, (g.cols + 1) / 2);
     }
     whole_.rows_per_lane = plan_group_rows_per_lane<ExecSpace, Scalar>(shapes, limit_);
-    whole_.scratch = 0;
     for (const auto& shape : shapes)
       whole_.scratch =
           std::max(whole_.scratch, one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(shape));
