@@ -387,19 +387,13 @@ struct OneSidedJacobiShape {
 };
 
 /// Block counts with a compiled, padded row loop (the others take the
-/// general path). Nine blocks are the 65 to 72 rows of 8 lanes (the lanes
-/// the measured rule gives those rows at large batches): H200, x 1000,
-/// general -> nine blocks (ms), 20 x 70 double 0.50 -> 0.39, float 0.39 ->
-/// 0.29; 72 x 30 double 1.21 -> 1.05, float 0.89 -> 0.67; float 70 x 24
-/// 0.48 -> 0.36, but double 70 x 24 0.63 -> 0.71 (V's 24 rows padded to
-/// W's 72).
+/// general path or, for nine blocks, the bounded loop).
 KOKKOS_INLINE_FUNCTION constexpr int compiled_rows_per_lane(int blocks) {
   return blocks <= 1   ? 1
          : blocks <= 2 ? 2
          : blocks <= 4 ? 4
          : blocks <= 6 ? 6
          : blocks <= 8 ? 8
-         : blocks <= 9 ? 9
                        : 0;
 }
 
@@ -412,7 +406,11 @@ KOKKOS_INLINE_FUNCTION constexpr int compiled_rows_per_lane(int blocks) {
 /// general: the general loop, which runs blocks in fours, visits no more
 /// of them there, and bounded, double 49^2 and 50^2 x 1000 (8 lanes) ran
 /// 7% slower (3.95 -> 4.23 ms). One or two blocks, whose padding is a few
-/// rows, share the four-block loop.
+/// rows, share the four-block loop. Nine blocks (65 to 72 rows of the 8
+/// lanes the measured rule gives them at large batches) are bounded even
+/// where their padding fits, which is only beside a short V: padded, V's
+/// rows were padded to W's 72 too (x 1000, general -> padded nine: double
+/// 70 x 24 0.63 -> 0.71; V bounded by its rows: 0.51).
 KOKKOS_INLINE_FUNCTION constexpr int bounded_rows_per_lane(int blocks) {
   return blocks <= 4 ? -4 : blocks <= 6 ? -6 : blocks == 9 ? -9 : 0;
 }
@@ -440,8 +438,6 @@ void with_compiled_rows_per_lane(int rows_per_lane, const F& f) {
       return f(std::integral_constant<int, 6>());
     case 8:
       return f(std::integral_constant<int, 8>());
-    case 9:
-      return f(std::integral_constant<int, 9>());
     case -4:
       return f(std::integral_constant<int, -4>());
     case -6:
