@@ -360,9 +360,10 @@ KOKKOS_INLINE_FUNCTION Scalar power_of_two_scale(Scalar amax) {
 /// add. rows_per_lane < 0 is the same loop over -rows_per_lane blocks, bounded:
 /// rows past the matrix are skipped by a test instead of padded, for the
 /// shapes whose padding does not fit scratch (float 65^2 to 71^2 with 8 lanes
-/// need 72 rows a column, 96 with 128-byte leading dimensions). It visits
-/// the rows in the padded loop's order, so its sums are the padded loop's
-/// to the bit. rows_per_lane = 0 is the general path for any row count.
+/// need 72 rows a column, 96 with 128-byte leading dimensions) and for nine
+/// blocks (bounded_rows_per_lane). It visits the rows in the padded loop's
+/// order, so its sums are the padded loop's to the bit. rows_per_lane = 0
+/// is the general path for any row count.
 struct OneSidedJacobiShape {
   int m = 0, n = 0;         // the input matrix
   int rows = 0;             // M = max(m, n): rows of the work matrix W
@@ -410,7 +411,7 @@ KOKKOS_INLINE_FUNCTION constexpr int compiled_rows_per_lane(int blocks) {
 /// lanes the measured rule gives them at large batches) are bounded even
 /// where their padding fits, which is only beside a short V: padded, V's
 /// rows were padded to W's 72 too (x 1000, general -> padded nine: double
-/// 70 x 24 0.63 -> 0.71; V bounded by its rows: 0.51).
+/// 70 x 24 0.63 -> 0.71; bounded nine: 0.54).
 KOKKOS_INLINE_FUNCTION constexpr int bounded_rows_per_lane(int blocks) {
   return blocks <= 4 ? -4 : blocks <= 6 ? -6 : blocks == 9 ? -9 : 0;
 }
