@@ -14,6 +14,7 @@
 // for odd N the column paired with the phantom index N idles for that step.
 // One team thread per pair, `lanes` vector lanes per pair over the rows.
 
+#include <algorithm>
 #include <cstddef>
 #include <limits>
 #include <type_traits>
@@ -480,6 +481,12 @@ OneSidedJacobiShape shape_for_rows_per_lane(OneSidedJacobiShape s, int rows_per_
   return s;
 }
 
+/// Whether `s`, with its leading dimensions, fits `scratch_limit` bytes.
+template <class ExecSpace, class Scalar>
+bool one_sided_jacobi_fits(const OneSidedJacobiShape& s, std::size_t scratch_limit) {
+  return one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(s) <= scratch_limit;
+}
+
 /// Row blocks of `s`'s work matrix (its row_block_log2 set).
 KOKKOS_INLINE_FUNCTION int one_sided_row_blocks(const OneSidedJacobiShape& s) {
   return (s.rows + (1 << s.row_block_log2) - 1) >> s.row_block_log2;
@@ -499,16 +506,14 @@ OneSidedJacobiShape plan_one_sided_jacobi(int m, int n, bool vectors, int lanes,
   while ((1 << s.row_block_log2) < lanes)
     ++s.row_block_log2;
   const int blocks = one_sided_row_blocks(s);
-  auto fits = [&](const OneSidedJacobiShape& t) {
-    return one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(t) <= scratch_limit;
-  };
   const OneSidedJacobiShape compiled =
       shape_for_rows_per_lane<Scalar>(s, compiled_rows_per_lane(blocks));
-  if (compiled.rows_per_lane > 0 && fits(compiled))
+  if (compiled.rows_per_lane > 0 &&
+      one_sided_jacobi_fits<ExecSpace, Scalar>(compiled, scratch_limit))
     return compiled;
   s.rows_per_lane = bounded_rows_per_lane(blocks);
   const OneSidedJacobiShape rounded = shape_for_rows_per_lane<Scalar>(s, s.rows_per_lane);
-  return fits(rounded) ? rounded : s;
+  return one_sided_jacobi_fits<ExecSpace, Scalar>(rounded, scratch_limit) ? rounded : s;
 }
 
 /// One row loop for a group of shapes planned with the same lanes
@@ -521,20 +526,19 @@ template <class ExecSpace, class Scalar>
 int plan_group_rows_per_lane(std::vector<OneSidedJacobiShape>& shapes, std::size_t scratch_limit) {
   int blocks = 1;
   for (const auto& shape : shapes)
-    blocks = one_sided_row_blocks(shape) > blocks ? one_sided_row_blocks(shape) : blocks;
-  const int compiled = compiled_rows_per_lane(blocks);
-  int chosen = compiled;
-  std::vector<OneSidedJacobiShape> padded;
-  for (const auto& shape : shapes) {
-    padded.push_back(shape_for_rows_per_lane<Scalar>(shape, compiled));
-    if (compiled == 0 ||
-        one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(padded.back()) > scratch_limit)
-      chosen = bounded_rows_per_lane(blocks);
-  }
-  if (chosen > 0)
-    shapes = padded;
-  for (auto& shape : shapes)
+    blocks = std::max(blocks, one_sided_row_blocks(shape));
+  int chosen = compiled_rows_per_lane(blocks);
+  for (const auto& shape : shapes)
+    if (chosen > 0 && !one_sided_jacobi_fits<ExecSpace, Scalar>(
+                          shape_for_rows_per_lane<Scalar>(shape, chosen), scratch_limit))
+      chosen = 0;
+  if (chosen == 0)
+    chosen = bounded_rows_per_lane(blocks);
+  for (auto& shape : shapes) {
+    if (chosen > 0)
+      shape = shape_for_rows_per_lane<Scalar>(shape, chosen);
     shape.rows_per_lane = chosen;
+  }
   return chosen;
 }
 
