@@ -389,8 +389,10 @@ TYPED_TEST(Wcycle, NonFiniteMatrixLeavesOthersExact) {
 // memory (SvdOptions::level0, the default), up to 64 columns. Square, tall
 // and wide (through the transpose) meet seed 002's thresholds, also with 8
 // lanes a pair, whose compiled row loop covers exactly V's rows (V takes W's
-// row offsets); shapes that fit the level-0 kernel on this backend (a GPU's
-// 40 KB) are left out. A matrix with Inf is reported alone.
+// row offsets), and with V's columns padded to whole sectors (62 x 61 double,
+// 80 x 60 float: WorkGeometry::ldv > N); shapes that fit the level-0 kernel on
+// this backend (a GPU's 40 KB) are left out. A matrix with Inf is reported
+// alone.
 TYPED_TEST(Wcycle, WholeMatricesInScratchMeetSeed002Thresholds) {
   using T = typename TestFixture::TestScalar;
   const bool dbl = sizeof(T) == 8;
@@ -399,6 +401,7 @@ TYPED_TEST(Wcycle, WholeMatricesInScratchMeetSeed002Thresholds) {
   options.block_scratch_bytes = 32768;
   const std::vector<std::tuple<int, int, int>> shapes =
       dbl ? std::vector<std::tuple<int, int, int>>{{60, 60, 0},
+                                                   {62, 61, 0},
                                                    {100, 40, 0},
                                                    {40, 100, 0},
                                                    {48, 48, 8}}
@@ -1168,6 +1171,23 @@ TYPED_TEST(Wcycle, RawPointerFormMatchesTheViewForm) {
 
 // The recursive block ordering: every pair (i, j), i < j, once per sweep,
 // disjoint pairs in each step, and no more steps than the circle method.
+// The W-cycle keeps each V in columns that start whole 32-byte sectors (the
+// unit of a global load), padded by fewer rows than a sector holds, so that
+// rotating a run of rows in memory reads no extra sector (double 63^2 swept
+// whole read 30% more sectors with columns 63 apart).
+TEST(WcyclePlan, RightVectorsStartWholeSectors) {
+  for (int n = 1; n <= 130; ++n) {
+    kwsvd::Impl::WorkGeometry g;
+    g.rows = n + 7;
+    g.cols = n;
+    const std::size_t d = g.ldv<double>(), f = g.ldv<float>();
+    EXPECT_EQ(d * sizeof(double) % 32, 0u) << n;
+    EXPECT_EQ(f * sizeof(float) % 32, 0u) << n;
+    EXPECT_TRUE(d >= std::size_t(n) && d < std::size_t(n) + 4) << n << ": " << d;
+    EXPECT_TRUE(f >= std::size_t(n) && f < std::size_t(n) + 8) << n << ": " << f;
+  }
+}
+
 TEST(WcyclePlan, BlockOrderingTakesEveryPairOnce) {
   for (int count = 0; count <= 70; ++count) {
     const auto steps = kwsvd::Impl::block_pair_ordering(count);

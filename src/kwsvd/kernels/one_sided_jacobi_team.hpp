@@ -668,8 +668,8 @@ KOKKOS_INLINE_FUNCTION void one_sided_column_norms(const Member& member, const S
 /// until a sweep rotates nothing or after max_sweeps. W and V may live in
 /// scratch or in memory; `v_padded`: with a compiled row loop (RowsPerLane >
 /// 0), V's columns hold W's padded rows (zero past N), so V's rows take W's
-/// offsets; otherwise (V in memory, leading dimension N) W's offsets bounded
-/// by N, or with the general loop, the general loop over N rows. d: N
+/// offsets; otherwise (V in memory, or shorter than W's blocks) W's offsets
+/// bounded by N, or with the general loop, the general loop over N rows. d: N
 /// scalars for the squared norms, rotated: two flags (both may be in
 /// scratch). Columns whose squared norm is at most `zero_column` (negative:
 /// none) are left alone. Returns the sweeps run; `converged` tells whether
@@ -761,9 +761,9 @@ KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar*
         if (V != nullptr) {
           // A padded V has W's blocks: the same row offsets. Any other V
           // of a compiled loop takes them too, bounded by its N rows (N <=
-          // M): the matrices swept whole keep V in memory with N rows
-          // (H200, double x 1000, V on the general loop -> bounded: 56^2
-          // 4.43 -> 4.26 ms, 60^2 5.13 -> 4.95).
+          // M): the matrices swept whole keep V in memory (H200, double
+          // x 1000, V on the general loop -> bounded: 56^2 4.43 -> 4.26
+          // ms, 60^2 5.13 -> 4.95).
           if (RowsPerLane > 0 && v_padded) {
             rotate(wrows, V + ldv * i, V + ldv * j);
           } else if constexpr (RowsPerLane != 0) {

@@ -427,6 +427,15 @@ KOKKOS_INLINE_FUNCTION constexpr int rows_in_whole_runs(int rows) {
   return (rows + per - 1) / per * per;
 }
 
+/// `rows` rounded up to whole 32-byte sectors, the unit global memory is read
+/// in: columns that many scalars apart (from an aligned start) each begin a
+/// sector, so a run of rows touches no sector more than its bytes need.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION constexpr int rows_in_whole_sectors(int rows) {
+  constexpr int per = int(32 / sizeof(Scalar));
+  return (rows + per - 1) / per * per;
+}
+
 /// The narrowest blocks whose float Gram moves its chunks in column runs
 /// (gram_column_runs_fit). w = 8 was left out while a run's rows sat in
 /// order in scratch (16-way bank conflicts in the stores: 512 x 8 +16%,
