@@ -1169,8 +1169,6 @@ TYPED_TEST(Wcycle, RawPointerFormMatchesTheViewForm) {
   EXPECT_NE(w.find("'strideA'"), std::string::npos) << w;
 }
 
-// The recursive block ordering: every pair (i, j), i < j, once per sweep,
-// disjoint pairs in each step, and no more steps than the circle method.
 // The W-cycle keeps each V in columns that start whole 32-byte sectors (the
 // unit of a global load), padded by fewer rows than a sector holds, so that
 // rotating a run of rows in memory reads no extra sector (double 63^2 swept
@@ -1188,6 +1186,8 @@ TEST(WcyclePlan, RightVectorsStartWholeSectors) {
   }
 }
 
+// The recursive block ordering: every pair (i, j), i < j, once per sweep,
+// disjoint pairs in each step, and no more steps than the circle method.
 TEST(WcyclePlan, BlockOrderingTakesEveryPairOnce) {
   for (int count = 0; count <= 70; ++count) {
     const auto steps = kwsvd::Impl::block_pair_ordering(count);

@@ -79,9 +79,8 @@ struct WholeMatrixScratch {
 /// on a whole working matrix W (M x N in memory, leading dimension ldw, as
 /// the W-cycle's load left it) copied into scratch, its rotations applied to V
 /// in memory (N x N, leading dimension ldv; null: no vectors), W written
-/// back:
-/// a matrix whose columns fit level-0 scratch but not beside V, which the
-/// W-cycle would otherwise split into column blocks. V's rotations go
+/// back: a matrix whose columns fit level-0 scratch but not beside V, which
+/// the W-cycle would otherwise split into column blocks. V's rotations go
 /// through the caches instead of scratch, and the sweeps cost one launch
 /// instead of a chain of launches per step (scheduler/wcycle.hpp). `shape`:
 /// M, N, the scratch leading dimension and the row blocks
