@@ -1176,7 +1176,6 @@ TYPED_TEST(Wcycle, RawPointerFormMatchesTheViewForm) {
 TEST(WcyclePlan, RightVectorsStartWholeSectors) {
   for (int n = 1; n <= 130; ++n) {
     kwsvd::Impl::WorkGeometry g;
-    g.rows = n + 7;
     g.cols = n;
     const std::size_t d = g.ldv<double>(), f = g.ldv<float>();
     EXPECT_EQ(d * sizeof(double) % 32, 0u) << n;

@@ -419,12 +419,18 @@ KOKKOS_INLINE_FUNCTION constexpr int scalars_per_16_bytes() {
   return int(16 / sizeof(Scalar));
 }
 
+/// `rows` rounded up to a whole number of `Bytes`-byte runs of scalars.
+template <class Scalar, int Bytes>
+KOKKOS_INLINE_FUNCTION constexpr int rows_in_whole_bytes(int rows) {
+  constexpr int per = int(Bytes / sizeof(Scalar));
+  return (rows + per - 1) / per * per;
+}
+
 /// `rows` rounded up to whole 16-byte column runs (a multiple of
 /// scalars_per_16_bytes).
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION constexpr int rows_in_whole_runs(int rows) {
-  constexpr int per = scalars_per_16_bytes<Scalar>();
-  return (rows + per - 1) / per * per;
+  return rows_in_whole_bytes<Scalar, 16>(rows);
 }
 
 /// `rows` rounded up to whole 32-byte sectors, the unit global memory is read
@@ -432,8 +438,7 @@ KOKKOS_INLINE_FUNCTION constexpr int rows_in_whole_runs(int rows) {
 /// sector, so a run of rows touches no sector more than its bytes need.
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION constexpr int rows_in_whole_sectors(int rows) {
-  constexpr int per = int(32 / sizeof(Scalar));
-  return (rows + per - 1) / per * per;
+  return rows_in_whole_bytes<Scalar, 32>(rows);
 }
 
 /// The narrowest blocks whose float Gram moves its chunks in column runs
