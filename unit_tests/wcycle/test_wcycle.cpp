@@ -622,6 +622,43 @@ TEST(KokkosEvents, RecorderSeesAnAllocationACopyIntoHostMemoryAndAFence) {
 #endif
 }
 
+// A matrix that fits level-0 scratch beside V only on the level-0 kernel's
+// general row loop (V leaves no room to pad W's rows) is swept whole instead
+// where the whole sweeps' compiled loop runs on the same lanes
+// (Impl::sweeps_whole_instead_of_level0): forced lanes here, which give the
+// same plans on the host's 32 KB and a GPU's 40 KB. Square-ish, tall and
+// wide meet seed 002's thresholds on whichever path the backend's limit
+// gives.
+TYPED_TEST(Wcycle, GeneralRowLoopsAtLevelZeroAreSweptWhole) {
+  using T = typename TestFixture::TestScalar;
+  const bool dbl = sizeof(T) == 8;
+  const double kappa = dbl ? 1e10 : 1e5;
+  const std::size_t limit = std::size_t(kwsvd::Impl::team_scratch_bytes_max<Exec>());
+  const std::vector<std::tuple<int, int, int>> shapes =
+      dbl ? std::vector<std::tuple<int, int, int>>{{49, 40, 8}, {40, 49, 8}, {100, 20, 16}}
+          : std::vector<std::tuple<int, int, int>>{{100, 40, 16}, {40, 100, 16}};
+  for (auto [m, n, lanes] : shapes) {
+    const std::string shape = std::to_string(m) + " x " + std::to_string(n);
+    kwsvd::SvdOptions options;
+    options.lanes_per_pair = lanes;
+    const bool whole =
+        kwsvd::Impl::sweeps_whole_instead_of_level0<Exec, T>(m, n, 3, options, limit);
+    if (limit >= 32768 && limit <= 40936) {
+      EXPECT_TRUE(whole) << shape;
+    }
+    kwsvd::BatchedSvd<Exec, T> svd(Exec(), 3, m, n, options);
+    EXPECT_EQ(svd.level0(), (kwsvd::small_svd_fits<T, Exec>(m, n) && !whole)) << shape;
+    if (whole) {
+      EXPECT_EQ(svd.plan_summary().whole_matrices, 3) << shape;
+      EXPECT_EQ(svd.plan_summary().launch_steps, 0) << shape;
+    }
+    for (const std::string name : {"random", "arith", "cluster0", "cluster1", "logrand", "geo"}) {
+      const auto mats = kwsvd::test::spectrum_batch<T>(name, m, n, kappa, 3);
+      this->expect_accurate(mats, m, n, this->run(mats, m, n, options), name + ", " + shape);
+    }
+  }
+}
+
 // A reused handle allocates nothing after its first call, and a call reads
 // back at most one small value per sweep (issue 6, items 3 and 4) and waits
 // for the device only for those reads: for the blocked W-cycle, the matrices
@@ -1183,6 +1220,45 @@ TEST(WcyclePlan, RightVectorsStartWholeSectors) {
     EXPECT_TRUE(d >= std::size_t(n) && d < std::size_t(n) + 4) << n << ": " << d;
     EXPECT_TRUE(f >= std::size_t(n) && f < std::size_t(n) + 8) << n << ": " << f;
   }
+}
+
+// Which matrices that fit level-0 scratch beside V the W-cycle sweeps whole
+// instead (Impl::sweeps_whole_instead_of_level0), planned for the H200's
+// 40936 bytes: those whose level-0 plan is the general row loop and whose
+// whole plan a compiled one, on the same lanes (8 at batches above 400 for
+// 33 to 256 rows; forced lanes) or with 16 lanes or more at level 0 (batches
+// of 400 or fewer); not where the whole sweeps need more lanes at a large
+// batch, run the general loop too, or where level 0 has a compiled loop.
+TEST(WcyclePlan, GeneralRowLoopsAtLevelZeroAreSweptWhole) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  namespace I = kwsvd::Impl;
+  const std::size_t h200 = 40936;
+  kwsvd::SvdOptions options;
+  const auto whole = [&](auto scalar, int m, int n, long batch) {
+    return I::sweeps_whole_instead_of_level0<Host, decltype(scalar)>(m, n, batch, options, h200);
+  };
+  // 7 or 8 row blocks of 8 lanes, no room for the padding beside V.
+  EXPECT_TRUE(whole(0.0, 49, 49, 1000));
+  EXPECT_TRUE(whole(0.0, 50, 50, 500));
+  EXPECT_TRUE(whole(0.0, 60, 44, 1000));
+  EXPECT_TRUE(whole(0.0, 46, 56, 1000));    // wide, through the transpose
+  EXPECT_FALSE(whole(0.0, 48, 48, 1000));   // six blocks, padded
+  EXPECT_FALSE(whole(0.0f, 49, 49, 1000));  // float pads to 64 rows beside V
+  // 13 blocks of 8 lanes at level 0; whole would take 16 lanes.
+  EXPECT_FALSE(whole(0.0, 100, 30, 1000));
+  // 16 lanes at level 0 (batch 100): 7 blocks, or 16 against 8 blocks of 32.
+  EXPECT_TRUE(whole(0.0, 120, 30, 100));
+  EXPECT_TRUE(whole(0.0, 256, 16, 100));
+  EXPECT_TRUE(whole(0.0f, 200, 16, 100));
+  EXPECT_FALSE(whole(0.0f, 100, 30, 100));  // 7 blocks padded beside V
+  EXPECT_FALSE(whole(0.0f, 200, 40, 100));  // whole: 7 blocks of 32, no room to pad either
+  EXPECT_FALSE(whole(0.0, 70, 70, 1000));   // more than 64 columns: not swept whole
+  options.job = kwsvd::Job::values;         // no V in scratch: 64 padded rows fit
+  EXPECT_FALSE(whole(0.0, 49, 49, 1000));
+  options.job = kwsvd::Job::values_and_vectors;
+  options.lanes_per_pair = 16;  // forced: whole keeps them
+  EXPECT_TRUE(whole(0.0, 100, 30, 1000));
+  EXPECT_FALSE(whole(0.0, 256, 16, 100));  // 16 blocks of 16 lanes either way
 }
 
 // The recursive block ordering: every pair (i, j), i < j, once per sweep,

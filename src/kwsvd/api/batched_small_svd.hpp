@@ -35,21 +35,6 @@ bool small_svd_fits(int m, int n, Job job = Job::values_and_vectors) {
 
 namespace Impl {
 
-/// Whether batched_svd (uniform or variable batch, SvdOptions::level0) solves
-/// an m x n matrix in the level-0 kernel: where the kernel's working set
-/// fits level-0 scratch with V, and, for jobs that keep no rotations (no V
-/// in scratch: values only, or the work matrix's left vectors only), where
-/// it fits without and the W-cycle would sweep it whole anyway
-/// (tuning/whole_matrix_sweeps.hpp). Wider matrices that fit only without V
-/// run faster through the W-cycle's blocks (H200, values only: float 100^2
-/// x 200 6.16 ms in the level-0 kernel against 4.56 ms through the blocks).
-template <class Scalar, class ExecSpace>
-bool solves_at_level0(int m, int n, Job job) {
-  return small_svd_fits<Scalar, ExecSpace>(m, n, Job::values_and_vectors) ||
-         (!job_keeps_rotations(job, m, n) && sweeps_whole(m < n ? m : n) &&
-          small_svd_fits<Scalar, ExecSpace>(m, n, job));
-}
-
 // The launch closure holds raw pointers and strides only (the layer below the
 // Views): one closure type per scalar and execution space, whatever the
 // layouts, and nothing whose layout could differ between host and device
@@ -139,6 +124,70 @@ inline int small_svd_lanes(const SvdOptions& options, int rows, long batch) {
   return options.lanes_per_pair != 0            ? options.lanes_per_pair
          : options.lanes_rule == LanesRule::gcd ? lanes_per_pair_rule(rows)
                                                 : lanes_per_pair_measured(rows, batch);
+}
+
+/// Vector lanes per column pair of the W-cycle's whole-matrix sweeps for
+/// work matrices of up to `rows` rows: the level-0 kernel's
+/// (small_svd_lanes), raised where that keeps the row loop compiled (8 row
+/// blocks or fewer; V is in memory, so W alone must fit padded), unless the
+/// caller forced the lanes.
+inline int whole_matrix_lanes(const SvdOptions& options, int rows, long batch) {
+  int lanes = small_svd_lanes(options, rows, batch);
+  while (options.lanes_per_pair == 0 && lanes < 32 && (rows + lanes - 1) / lanes > 8)
+    lanes *= 2;
+  return lanes;
+}
+
+/// Whether an m x n matrix that fits level-0 scratch with V, in a call of
+/// `batch` matrices, is faster swept whole by the W-cycle (W in scratch, V
+/// in memory): where the level-0 kernel would run the general row loop
+/// (V beside W leaves no room to pad W's rows to a compiled loop) and the
+/// whole-matrix sweeps a compiled one (with `limit` bytes of level-0
+/// scratch a team), on the same lanes or where the batch
+/// is small enough that level 0 gives a pair 16 lanes or more
+/// (lanes_per_pair_measured: 400 matrices or fewer). H200, ms, level 0
+/// against whole (perf_tests/notes/wcycle.md, "General row loops at level
+/// 0"): double 49^2 x 1000 3.94 -> 3.46, 56 x 46 2.69 -> 2.35, 60 x 44 x
+/// 1000 2.41 -> 2.25 (8 lanes, 7 or 8 blocks); x 100 double 120 x 30 0.475
+/// -> 0.441, 256 x 16 0.285 -> 0.233, float 200 x 16 0.208 -> 0.182 (16
+/// lanes at level 0, 16 or 32 whole). At large batches with more blocks
+/// the whole sweeps' raised lanes lose: x 1000 double 100 x 30 1.41 ->
+/// 1.71 (8 lanes, 13 blocks at level 0; 16 lanes whole).
+template <class ExecSpace, class Scalar>
+bool sweeps_whole_instead_of_level0(int m, int n, long batch, const SvdOptions& options,
+                                    std::size_t limit) {
+  const int rows = m > n ? m : n, cols = m > n ? n : m;
+  if (!sweeps_whole(cols))
+    return false;
+  const int lanes = small_svd_lanes(options, rows, batch);
+  const OneSidedJacobiShape level0 = plan_one_sided_jacobi<ExecSpace, Scalar>(
+      m, n, job_keeps_rotations(options.job, m, n), lanes, limit);
+  if (level0.rows_per_lane != 0)
+    return false;
+  const int whole_lanes = whole_matrix_lanes(options, rows, batch);
+  const OneSidedJacobiShape whole =
+      plan_one_sided_jacobi<ExecSpace, Scalar>(m, n, false, whole_lanes, limit);
+  return whole.rows_per_lane != 0 && (whole_lanes == lanes || lanes >= 16);
+}
+
+/// Whether batched_svd (uniform or variable batch, SvdOptions::level0) solves
+/// an m x n matrix of a call of `batch` matrices in the level-0 kernel:
+/// where the kernel's working set fits level-0 scratch with V and the
+/// W-cycle's whole-matrix sweeps are not faster
+/// (sweeps_whole_instead_of_level0), and, for jobs that keep no rotations
+/// (no V in scratch: values only, or the work matrix's left vectors only),
+/// where it fits without and the W-cycle would sweep it whole anyway
+/// (tuning/whole_matrix_sweeps.hpp). Wider matrices that fit only without V
+/// run faster through the W-cycle's blocks (H200, values only: float 100^2
+/// x 200 6.16 ms in the level-0 kernel against 4.56 ms through the blocks).
+template <class Scalar, class ExecSpace>
+bool solves_at_level0(int m, int n, long batch, const SvdOptions& options) {
+  const Job job = options.job;
+  if (small_svd_fits<Scalar, ExecSpace>(m, n, Job::values_and_vectors))
+    return !sweeps_whole_instead_of_level0<ExecSpace, Scalar>(
+        m, n, batch, options, std::size_t(team_scratch_bytes_max<ExecSpace>()));
+  return !job_keeps_rotations(job, m, n) && sweeps_whole(m < n ? m : n) &&
+         small_svd_fits<Scalar, ExecSpace>(m, n, job);
 }
 
 /// Level-0 SVDs of a group of matrices of different shapes, one team each,

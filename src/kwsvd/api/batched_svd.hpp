@@ -106,7 +106,7 @@ class BatchedSvd {
     }
     Impl::require_svd_options<Scalar>(fn, options);
     level0_ =
-        options.level0 && Impl::solves_at_level0<Scalar, ExecSpace>(int(m), int(n), options.job);
+        options.level0 && Impl::solves_at_level0<Scalar, ExecSpace>(int(m), int(n), batch, options);
     if (!level0_ && batch > 0 && m > 0 && n > 0) {
       round_ = plan_round(exec, fn);
       solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(

@@ -111,7 +111,9 @@ struct SvdOptions {
   LanesRule lanes_rule = LanesRule::measured;
   /// batched_svd: solve matrices that fit level-0 scratch in the level-0
   /// kernel, and sweep those whose columns fit it but not beside V whole,
-  /// by the same sweeps with V in memory (the default). false sends every
+  /// by the same sweeps with V in memory (the default; also those that fit
+  /// beside V only on the kernel's slower general row loop, where the
+  /// whole sweeps are measured faster). false sends every
   /// matrix through the W-cycle's block rotations, for tests and
   /// comparisons.
   bool level0 = true;
@@ -175,7 +177,7 @@ struct WcyclePlanSummary {
   std::vector<int> widths;  ///< w_1, w_2, ... of the levels planned
   int instances = 1;        ///< parts of the batch swept on instances of their own
   /// Matrices swept whole by the level-0 sweeps in scratch, V in memory (their
-  /// columns fit level-0 scratch, but not beside V; SvdOptions::level0), not
+  /// columns fit level-0 scratch without V; SvdOptions::level0), not
   /// split into blocks.
   long whole_matrices = 0;
   /// Of gram_evds, the pairs whose step's Gram takes the kernel that loads

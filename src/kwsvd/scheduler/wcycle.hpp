@@ -1053,11 +1053,10 @@ class WcycleLevelSolver {
     return part;
   }
 
-  /// Plans the sweeps of the matrices swept whole: lanes per pair as for
-  /// the level-0 kernel (SvdOptions::lanes_per_pair, lanes_rule), raised
-  /// where that keeps the row loop compiled (8 row blocks or fewer); one
-  /// shape each (plan_one_sided_jacobi without vectors) and one row loop
-  /// for all (plan_group_rows_per_lane).
+  /// Plans the sweeps of the matrices swept whole: lanes per pair by
+  /// whole_matrix_lanes (the level-0 kernel's, raised where that keeps the
+  /// row loop compiled); one shape each (plan_one_sided_jacobi without
+  /// vectors) and one row loop for all (plan_group_rows_per_lane).
   void plan_whole(const std::vector<WorkGeometry>& geometry, const std::vector<int>& whole) {
     summary_.whole_matrices = long(whole.size());
     whole_ = WholePlan{};
@@ -1066,9 +1065,7 @@ class WcycleLevelSolver {
     int rows = 1;
     for (const int b : whole)
       rows = std::max(rows, geometry[std::size_t(b)].rows);
-    int lanes = small_svd_lanes(options_, rows, long(whole.size()));
-    while (options_.lanes_per_pair == 0 && lanes < 32 && (rows + lanes - 1) / lanes > 8)
-      lanes *= 2;
+    int lanes = whole_matrix_lanes(options_, rows, long(whole.size()));
     std::vector<OneSidedJacobiShape> shapes;
     for (const int b : whole) {
       const auto& g = geometry[std::size_t(b)];
