@@ -453,6 +453,15 @@ TEST(SmallSvdPlan, MeasuredLanesRuleFollowsTheSweeps) {
   EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(200, 1000), 8);
   EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(256, 10000), 8);
   EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(500, 1000), 16);
+  // Above 32 rows, 16 lanes at small batches only for few pairs (batch x
+  // pairs <= 3200): 48^2 x 200 has 24 pairs (4800), 64 x 32 x 200 16 (3200).
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(48, 200, 24), 8);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(64, 200, 16), 16);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(64, 400, 16), 8);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(100, 400, 8), 16);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(300, 400, 15), 16);  // 16 beyond 256 rows
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(32, 400, 16), 16);   // up to 32 rows: as fitted
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(48, 200, 0), 16);    // pairs not known
 }
 
 // A row visitor for PairRows::for_rows, callable where for_rows is (host and

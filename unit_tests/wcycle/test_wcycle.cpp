@@ -1225,10 +1225,11 @@ TEST(WcyclePlan, RightVectorsStartWholeSectors) {
 // Which matrices that fit level-0 scratch beside V the W-cycle sweeps whole
 // instead (Impl::sweeps_whole_instead_of_level0), planned for the H200's
 // 40936 bytes: those whose level-0 plan is the general row loop and whose
-// whole plan a compiled one, on the same lanes (8 at batches above 400 for
-// 33 to 256 rows; forced lanes) or with 16 lanes or more at level 0 (batches
-// of 400 or fewer); not where the whole sweeps need more lanes at a large
-// batch, run the general loop too, or where level 0 has a compiled loop.
+// whole plan a compiled one, on the same lanes (8 for 33 to 256 rows at
+// batches above 400 or of many pairs; forced lanes) or with 16 lanes or more
+// at level 0 (batches of 400 or fewer, of few pairs); not where the whole
+// sweeps need more lanes on 8 at level 0, run the general loop too, or where
+// level 0 has a compiled loop.
 TEST(WcyclePlan, GeneralRowLoopsAtLevelZeroAreSweptWhole) {
   using Host = Kokkos::DefaultHostExecutionSpace;
   namespace I = kwsvd::Impl;
@@ -1246,6 +1247,11 @@ TEST(WcyclePlan, GeneralRowLoopsAtLevelZeroAreSweptWhole) {
   EXPECT_FALSE(whole(0.0f, 49, 49, 1000));  // float pads to 64 rows beside V
   // 13 blocks of 8 lanes at level 0; whole would take 16 lanes.
   EXPECT_FALSE(whole(0.0, 100, 30, 1000));
+  // Batches of up to 400 with many pairs take 8 lanes at level 0 too
+  // (lanes_per_pair_measured): 49^2 x 200 is then 7 blocks, whole on the
+  // same lanes; 100 x 30 x 400 13 blocks, and whole would take 16.
+  EXPECT_TRUE(whole(0.0, 49, 49, 200));
+  EXPECT_FALSE(whole(0.0, 100, 30, 400));
   // 16 lanes at level 0 (batch 100): 7 blocks, or 16 against 8 blocks of 32.
   EXPECT_TRUE(whole(0.0, 120, 30, 100));
   EXPECT_TRUE(whole(0.0, 256, 16, 100));

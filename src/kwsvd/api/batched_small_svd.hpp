@@ -119,20 +119,21 @@ void launch_column_pair_teams(const ExecSpace& exec, const char* label, int coun
 }
 
 /// Vector lanes per column pair for a group whose largest work matrix has
-/// `rows` rows: the caller's choice or the chosen rule (§IV-B-1).
-inline int small_svd_lanes(const SvdOptions& options, int rows, long batch) {
+/// `rows` rows and whose widest one `pairs` column pairs (0: not known): the
+/// caller's choice or the chosen rule (§IV-B-1).
+inline int small_svd_lanes(const SvdOptions& options, int rows, long batch, int pairs) {
   return options.lanes_per_pair != 0            ? options.lanes_per_pair
          : options.lanes_rule == LanesRule::gcd ? lanes_per_pair_rule(rows)
-                                                : lanes_per_pair_measured(rows, batch);
+                                                : lanes_per_pair_measured(rows, batch, pairs);
 }
 
 /// Vector lanes per column pair of the W-cycle's whole-matrix sweeps for
-/// work matrices of up to `rows` rows: the level-0 kernel's
+/// work matrices of up to `rows` rows and `pairs` column pairs: the level-0 kernel's
 /// (small_svd_lanes), raised where that keeps the row loop compiled (8 row
 /// blocks or fewer; V is in memory, so W alone must fit padded), unless the
 /// caller forced the lanes.
-inline int whole_matrix_lanes(const SvdOptions& options, int rows, long batch) {
-  int lanes = small_svd_lanes(options, rows, batch);
+inline int whole_matrix_lanes(const SvdOptions& options, int rows, long batch, int pairs) {
+  int lanes = small_svd_lanes(options, rows, batch, pairs);
   while (options.lanes_per_pair == 0 && lanes < 32 && (rows + lanes - 1) / lanes > 8)
     lanes *= 2;
   return lanes;
@@ -145,7 +146,7 @@ inline int whole_matrix_lanes(const SvdOptions& options, int rows, long batch) {
 /// whole-matrix sweeps a compiled one (with `limit` bytes of level-0
 /// scratch a team), on the same lanes or where the batch
 /// is small enough that level 0 gives a pair 16 lanes or more
-/// (lanes_per_pair_measured: 400 matrices or fewer). H200, ms, level 0
+/// (lanes_per_pair_measured: 400 matrices or fewer, of few pairs). H200, ms, level 0
 /// against whole (perf_tests/notes/wcycle.md, "General row loops at level
 /// 0"): double 49^2 x 1000 3.94 -> 3.46, 56 x 46 2.69 -> 2.35, 60 x 44 x
 /// 1000 2.41 -> 2.25 (8 lanes, 7 or 8 blocks); x 100 double 120 x 30 0.475
@@ -159,12 +160,13 @@ bool sweeps_whole_instead_of_level0(int m, int n, long batch, const SvdOptions& 
   const int rows = m > n ? m : n, cols = m > n ? n : m;
   if (!sweeps_whole(cols))
     return false;
-  const int lanes = small_svd_lanes(options, rows, batch);
+  const int pairs = (cols + 1) / 2;
+  const int lanes = small_svd_lanes(options, rows, batch, pairs);
   const OneSidedJacobiShape level0 = plan_one_sided_jacobi<ExecSpace, Scalar>(
       m, n, job_keeps_rotations(options.job, m, n), lanes, limit);
   if (level0.rows_per_lane != 0)
     return false;
-  const int whole_lanes = whole_matrix_lanes(options, rows, batch);
+  const int whole_lanes = whole_matrix_lanes(options, rows, batch, pairs);
   const OneSidedJacobiShape whole =
       plan_one_sided_jacobi<ExecSpace, Scalar>(m, n, false, whole_lanes, limit);
   return whole.rows_per_lane != 0 && (whole_lanes == lanes || lanes >= 16);
@@ -259,10 +261,12 @@ template <class ExecSpace, class Scalar>
 SlottedSmallSvdPlan plan_slotted_small_svd(const std::vector<MatrixShape>& shapes,
                                            const SvdOptions& options) {
   SlottedSmallSvdPlan plan;
-  int rows = 1;
-  for (const auto& s : shapes)
+  int rows = 1, pairs = 1;
+  for (const auto& s : shapes) {
     rows = std::max(rows, std::max(s.rows, s.cols));
-  int lanes = small_svd_lanes(options, rows, long(shapes.size()));
+    pairs = std::max(pairs, (std::min(s.rows, s.cols) + 1) / 2);
+  }
+  int lanes = small_svd_lanes(options, rows, long(shapes.size()), pairs);
   const std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
   std::vector<OneSidedJacobiShape> planned;
   for (const auto& s : shapes) {
@@ -589,7 +593,7 @@ void batched_small_svd_impl(const ExecSpace& exec, const AView& A, const SView& 
   // alpha x warp per pair (§IV-B-1): the caller's choice or the chosen rule,
   // from the row count of the work matrix; never more than the backend has.
   const int rows = int(m > n ? m : n);
-  int lanes = small_svd_lanes(options, rows, long(batch));
+  int lanes = small_svd_lanes(options, rows, long(batch), int((std::min(m, n) + 1) / 2));
   // The row-block order follows the requested lanes even where the backend
   // runs fewer (host backends: 1), so host CI exercises the same traversal.
   OneSidedJacobiShape shape = plan_one_sided_jacobi<ExecSpace, Scalar>(

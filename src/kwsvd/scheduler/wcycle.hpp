@@ -1023,7 +1023,9 @@ class WcycleLevelSolver {
           update.push_back(t);
           update_rows.push_back(t.rows);
         }
-      step.svd_lanes = small_svd_lanes(options_, step.svd_rows, long(step.svd_pairs));
+      // Pairs 0: the measured rule as fitted for the pair SVDs (the teams'
+      // pair count was not part of the batch 200 to 400 measurements).
+      step.svd_lanes = small_svd_lanes(options_, step.svd_rows, long(step.svd_pairs), 0);
       step.svd_tasks = alloc_.upload(lists.svd, "kwsvd::svd_tasks");
       step.gram_tasks = alloc_.upload(lists.evd, "kwsvd::gram_tasks");
       step.update_tasks = alloc_.upload(update, "kwsvd::update_tasks");
@@ -1062,10 +1064,12 @@ class WcycleLevelSolver {
     whole_ = WholePlan{};
     if (whole.empty())
       return;
-    int rows = 1;
-    for (const int b : whole)
+    int rows = 1, pairs = 1;
+    for (const int b : whole) {
       rows = std::max(rows, geometry[std::size_t(b)].rows);
-    int lanes = whole_matrix_lanes(options_, rows, long(whole.size()));
+      pairs = std::max(pairs, (geometry[std::size_t(b)].cols + 1) / 2);
+    }
+    int lanes = whole_matrix_lanes(options_, rows, long(whole.size()), pairs);
     std::vector<OneSidedJacobiShape> shapes;
     for (const int b : whole) {
       const auto& g = geometry[std::size_t(b)];

@@ -35,8 +35,20 @@ inline int lanes_per_pair_rule(int max_rows) {
 /// 0.848, float 0.550 / 0.398 / 0.497 / 0.511; float m = 500: 2.054 / 1.227
 /// / 0.825 / 0.902. So 8 lanes up to 256 rows (double m = 200 is 16% off
 /// its best there) and 16 beyond.
-inline int lanes_per_pair_measured(int max_rows, long batch) {
-  if (batch <= 400 && max_rows > 8)
+///
+/// Above 32 rows the small-batch branch also needs few pairs: a team is
+/// `pairs` x lanes threads (the widest matrix's column pairs), and 16 lanes
+/// make teams so large that few fit an SM, so that 200 to 400 matrices of
+/// 20 pairs or more already take two or more waves. 16 lanes only where
+/// batch x pairs <= 3200; else the large-batch lanes. H200, batches 200 and
+/// 400, 16 lanes against 8 (ms, best of two, perf_tests/notes/small_svd.md,
+/// "Lanes at batches of 200 to 400"): double 48^2 x 200 (4800) 1.311 ->
+/// 0.678, x 400 2.485 -> 0.944; double 40^2 x 200 (4000) 0.662 -> 0.570;
+/// double 64 x 32 x 400 (6400) 0.734 -> 0.491; but 64 x 32 x 200 (3200)
+/// 0.392 -> 0.410 and 100 x 16 x 400 (3200) 0.224 -> 0.299. pairs = 0
+/// (not known: the W-cycle's pair SVDs, not measured) keeps 16.
+inline int lanes_per_pair_measured(int max_rows, long batch, int pairs = 0) {
+  if (batch <= 400 && max_rows > 8 && (max_rows <= 32 || batch * pairs <= 3200))
     return 16;
   if (max_rows <= 32)
     return 4;
