@@ -292,8 +292,11 @@ class VariableBatchedSvd {
       const auto& s = shapes[b];
       if (s.rows == 0 || s.cols == 0) {
         empty.push_back(int(b));
-      } else if (options.level0 && Impl::solves_at_level0<Scalar, ExecSpace>(
-                                       s.rows, s.cols, long(shapes.size()), options)) {
+      } else if (options.level0 &&
+                 // The call's matrix count stands in for the batch of the
+                 // level-0 class (known only after this split) in the lanes.
+                 Impl::solves_at_level0<Scalar, ExecSpace>(s.rows, s.cols, long(shapes.size()),
+                                                           options)) {
         auto& group = level0[Impl::level0_size_class(s)];
         group.first.push_back(int(b));
         group.second.push_back(s);
