@@ -261,12 +261,12 @@ template <class ExecSpace, class Scalar>
 SlottedSmallSvdPlan plan_slotted_small_svd(const std::vector<MatrixShape>& shapes,
                                            const SvdOptions& options) {
   SlottedSmallSvdPlan plan;
-  int rows = 1, pairs = 1;
+  int rows = 1;
   for (const auto& s : shapes) {
     rows = std::max(rows, std::max(s.rows, s.cols));
-    pairs = std::max(pairs, (std::min(s.rows, s.cols) + 1) / 2);
+    plan.pairs = std::max(plan.pairs, (std::min(s.rows, s.cols) + 1) / 2);
   }
-  int lanes = small_svd_lanes(options, rows, long(shapes.size()), pairs);
+  int lanes = small_svd_lanes(options, rows, long(shapes.size()), plan.pairs);
   const std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
   std::vector<OneSidedJacobiShape> planned;
   for (const auto& s : shapes) {
@@ -282,7 +282,6 @@ SlottedSmallSvdPlan plan_slotted_small_svd(const std::vector<MatrixShape>& shape
   for (const auto& shape : planned) {
     plan.shapes.push_back(shape);
     plan.scratch = std::max(plan.scratch, one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(shape));
-    plan.pairs = std::max(plan.pairs, (shape.cols + 1) / 2);
   }
   while (lanes > 1 && lanes > vector_length_max<ExecSpace>())
     lanes /= 2;

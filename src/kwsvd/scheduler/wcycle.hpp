@@ -1064,18 +1064,17 @@ class WcycleLevelSolver {
     whole_ = WholePlan{};
     if (whole.empty())
       return;
-    int rows = 1, pairs = 1;
+    int rows = 1;
     for (const int b : whole) {
       rows = std::max(rows, geometry[std::size_t(b)].rows);
-      pairs = std::max(pairs, (geometry[std::size_t(b)].cols + 1) / 2);
+      whole_.pairs = std::max(whole_.pairs, (geometry[std::size_t(b)].cols + 1) / 2);
     }
-    int lanes = whole_matrix_lanes(options_, rows, long(whole.size()), pairs);
+    int lanes = whole_matrix_lanes(options_, rows, long(whole.size()), whole_.pairs);
     std::vector<OneSidedJacobiShape> shapes;
     for (const int b : whole) {
       const auto& g = geometry[std::size_t(b)];
       shapes.push_back(
           plan_one_sided_jacobi<ExecSpace, Scalar>(g.rows, g.cols, false, lanes, limit_));
-      whole_.pairs = std::max(whole_.pairs, (g.cols + 1) / 2);
     }
     whole_.rows_per_lane = plan_group_rows_per_lane<ExecSpace, Scalar>(shapes, limit_);
     for (const auto& shape : shapes)
