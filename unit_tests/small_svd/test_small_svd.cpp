@@ -462,6 +462,14 @@ TEST(SmallSvdPlan, MeasuredLanesRuleFollowsTheSweeps) {
   EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(300, 400, 15), 16);  // 16 beyond 256 rows
   EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(32, 400, 16), 16);   // up to 32 rows: as fitted
   EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(48, 200, 0), 16);    // pairs not known
+  // Above 72 rows (more than nine row blocks of 8 lanes) 16 up to 4800.
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(96, 400, 12), 16);   // 4800
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(200, 400, 10), 16);  // 4000
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(144, 200, 18), 16);  // 3600
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(72, 400, 12), 8);    // nine blocks of 8 lanes
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(80, 400, 15), 8);    // 6000
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(100, 300, 20), 8);   // 6000
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(128, 1000, 12), 8);  // large batches as before
 }
 
 // A row visitor for PairRows::for_rows, callable where for_rows is (host and

@@ -659,6 +659,30 @@ TYPED_TEST(Wcycle, GeneralRowLoopsAtLevelZeroAreSweptWhole) {
   }
 }
 
+// Float matrices of more than 68 columns on level 0's nine-block loop go to
+// the column blocks at batches above 400 (Impl::blocks_instead_of_level0)
+// where the backend's level-0 limit is a GPU's 40 KB or more, and meet seed
+// 002's thresholds there; 400 of them stay at level 0.
+TYPED_TEST(Wcycle, WideNineBlockMatricesOfLargeBatchesGoToTheBlocks) {
+  using T = typename TestFixture::TestScalar;
+  if (sizeof(T) != 4)
+    GTEST_SKIP() << "double matrices this wide do not fit level 0";
+  const bool gpu_limit = kwsvd::Impl::team_scratch_bytes_max<Exec>() >= 40936;
+  for (auto [m, n, spectrum] : {std::tuple{70, 70, "random"}, std::tuple{71, 69, "geo"}}) {
+    const std::string shape = std::to_string(m) + " x " + std::to_string(n);
+    const kwsvd::SvdOptions options;
+    kwsvd::BatchedSvd<Exec, T> large(Exec(), 401, m, n, options), small(Exec(), 400, m, n, options);
+    if (gpu_limit) {
+      EXPECT_FALSE(large.level0()) << shape;
+      EXPECT_EQ(large.plan_summary().whole_matrices, 0) << shape;
+      EXPECT_TRUE(small.level0()) << shape;
+    }
+    // Elsewhere (the host's 32 KB) these are blocked at any batch: two do.
+    const auto mats = kwsvd::test::spectrum_batch<T>(spectrum, m, n, 1e5, gpu_limit ? 401 : 2);
+    this->expect_accurate(mats, m, n, this->run(mats, m, n, options), spectrum + (", " + shape));
+  }
+}
+
 // A reused handle allocates nothing after its first call, and a call reads
 // back at most one small value per sweep (issue 6, items 3 and 4) and waits
 // for the device only for those reads: for the blocked W-cycle, the matrices
@@ -1258,13 +1282,52 @@ TEST(WcyclePlan, GeneralRowLoopsAtLevelZeroAreSweptWhole) {
   EXPECT_TRUE(whole(0.0f, 200, 16, 100));
   EXPECT_FALSE(whole(0.0f, 100, 30, 100));  // 7 blocks padded beside V
   EXPECT_FALSE(whole(0.0f, 200, 40, 100));  // whole: 7 blocks of 32, no room to pad either
-  EXPECT_FALSE(whole(0.0, 70, 70, 1000));   // more than 64 columns: not swept whole
-  options.job = kwsvd::Job::values;         // no V in scratch: 64 padded rows fit
+  // 16 lanes at level 0 for batches of more than 2500 pairs: level 0 keeps
+  // them, the whole sweeps' 32 lanes lose there.
+  EXPECT_TRUE(whole(0.0, 128, 24, 200));    // 2400 pairs, same lanes
+  EXPECT_FALSE(whole(0.0f, 256, 32, 200));  // 3200
+  EXPECT_FALSE(whole(0.0f, 160, 20, 400));  // 4000 (16 lanes above 72 rows)
+  EXPECT_FALSE(whole(0.0f, 200, 20, 400));
+  EXPECT_FALSE(whole(0.0, 70, 70, 1000));  // more than 64 columns: not swept whole
+  options.job = kwsvd::Job::values;        // no V in scratch: 64 padded rows fit
   EXPECT_FALSE(whole(0.0, 49, 49, 1000));
   options.job = kwsvd::Job::values_and_vectors;
   options.lanes_per_pair = 16;  // forced: whole keeps them
   EXPECT_TRUE(whole(0.0, 100, 30, 1000));
   EXPECT_FALSE(whole(0.0, 256, 16, 100));  // 16 blocks of 16 lanes either way
+}
+
+// Which matrices that fit level-0 scratch beside V the W-cycle solves in
+// column blocks instead (Impl::blocks_instead_of_level0), planned for the
+// H200's 40936 bytes: more than 68 columns on level 0's bounded nine-block
+// loop (float 69^2 to 71^2) at batches above 400, with V; and through
+// solves_at_level0, which asks the host's own limit, the same on the host
+// where that limit is the H200's or larger.
+TEST(WcyclePlan, WideNineBlockLevelZeroMatricesGoToTheBlocks) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  namespace I = kwsvd::Impl;
+  const std::size_t h200 = 40936;
+  kwsvd::SvdOptions options;
+  const auto blocks = [&](int m, int n, long batch) {
+    return I::blocks_instead_of_level0<Host, float>(m, n, batch, options, h200);
+  };
+  EXPECT_TRUE(blocks(69, 69, 1000));
+  EXPECT_TRUE(blocks(70, 70, 500));
+  EXPECT_TRUE(blocks(71, 71, 401));
+  EXPECT_TRUE(blocks(72, 69, 1000));   // tall: still nine blocks of 8 rows
+  EXPECT_FALSE(blocks(71, 71, 400));   // small batches stay at level 0
+  EXPECT_FALSE(blocks(68, 68, 1000));  // 68 columns or fewer stay
+  EXPECT_FALSE(blocks(65, 65, 1000));
+  options.job = kwsvd::Job::values;  // no V in scratch: not measured, level 0
+  EXPECT_FALSE(blocks(70, 70, 1000));
+  options.job = kwsvd::Job::values_and_vectors;
+  options.lanes_per_pair = 16;  // five blocks of 16 lanes: not the nine-block loop
+  EXPECT_FALSE(blocks(70, 70, 1000));
+  options.lanes_per_pair = 0;
+  if (std::size_t(I::team_scratch_bytes_max<Host>()) >= h200) {
+    EXPECT_FALSE((I::solves_at_level0<float, Host>(70, 70, 1000, options)));
+    EXPECT_TRUE((I::solves_at_level0<float, Host>(70, 70, 300, options)));
+  }
 }
 
 // The recursive block ordering: every pair (i, j), i < j, once per sweep,

@@ -153,7 +153,11 @@ inline int whole_matrix_lanes(const SvdOptions& options, int rows, long batch, i
 /// -> 0.441, 256 x 16 0.285 -> 0.233, float 200 x 16 0.208 -> 0.182 (16
 /// lanes at level 0, 16 or 32 whole). At large batches with more blocks
 /// the whole sweeps' raised lanes lose: x 1000 double 100 x 30 1.41 ->
-/// 1.71 (8 lanes, 13 blocks at level 0; 16 lanes whole).
+/// 1.71 (8 lanes, 13 blocks at level 0; 16 lanes whole). So do they once
+/// the batch of 16 lanes at level 0 holds more than 2500 pairs: float 256 x
+/// 32 x 200 (3200) 0.606 -> 0.654, 160 x 20 x 400 (4000) 0.313 -> 0.447,
+/// double 0.433 -> 0.650 (small_svd.md, "Tall matrices at batches of 200 to
+/// 400"), where float 120 x 50 x 100 (2500) still gains (0.793 -> 0.750).
 template <class ExecSpace, class Scalar>
 bool sweeps_whole_instead_of_level0(int m, int n, long batch, const SvdOptions& options,
                                     std::size_t limit) {
@@ -169,7 +173,31 @@ bool sweeps_whole_instead_of_level0(int m, int n, long batch, const SvdOptions& 
   const int whole_lanes = whole_matrix_lanes(options, rows, batch, pairs);
   const OneSidedJacobiShape whole =
       plan_one_sided_jacobi<ExecSpace, Scalar>(m, n, false, whole_lanes, limit);
-  return whole.rows_per_lane != 0 && (whole_lanes == lanes || lanes >= 16);
+  return whole.rows_per_lane != 0 &&
+         (whole_lanes == lanes || (lanes >= 16 && batch * pairs <= 2500));
+}
+
+/// Whether an m x n matrix that fits level-0 scratch with V, in a call of
+/// `batch` matrices, is faster in the W-cycle's column blocks: more than 68
+/// columns on the level-0 kernel's bounded nine-block row loop (65 to 72
+/// rows on 8 lanes; float, since double that wide does not fit) at batches
+/// above 400 (the blocks: w = 24, three blocks, one level). Not profiled:
+/// the measured boundary is all there is. H200, float, level 0 against the
+/// blocks (ms, best of two; wcycle.md, "Level 0 or the blocks, float 65^2
+/// to 71^2"): x 1000 69^2 5.31 -> 4.85, 70^2 5.67 -> 4.84, 71^2 5.88 ->
+/// 4.49; x 500 69^2 3.37 -> 2.74, 71^2 3.72 -> 2.78; but x 1000 65^2 4.22
+/// -> 4.51, 67^2 4.60 -> 4.77, and x 300 69^2 2.05 -> 2.22, x 200 1.57 ->
+/// 1.95. Values-only calls (no V in scratch) were not measured and stay at
+/// level 0.
+template <class ExecSpace, class Scalar>
+bool blocks_instead_of_level0(int m, int n, long batch, const SvdOptions& options,
+                              std::size_t limit) {
+  const int rows = m > n ? m : n, cols = m > n ? n : m;
+  if (batch <= 400 || cols <= 68 || !job_keeps_rotations(options.job, m, n))
+    return false;
+  const int lanes = small_svd_lanes(options, rows, batch, (cols + 1) / 2);
+  return plan_one_sided_jacobi<ExecSpace, Scalar>(m, n, true, lanes, limit).rows_per_lane ==
+         bounded_rows_per_lane(9);
 }
 
 /// Whether batched_svd (uniform or variable batch, SvdOptions::level0) solves
@@ -185,9 +213,11 @@ bool sweeps_whole_instead_of_level0(int m, int n, long batch, const SvdOptions& 
 template <class Scalar, class ExecSpace>
 bool solves_at_level0(int m, int n, long batch, const SvdOptions& options) {
   const Job job = options.job;
-  if (small_svd_fits<Scalar, ExecSpace>(m, n, Job::values_and_vectors))
-    return !sweeps_whole_instead_of_level0<ExecSpace, Scalar>(
-        m, n, batch, options, std::size_t(team_scratch_bytes_max<ExecSpace>()));
+  if (small_svd_fits<Scalar, ExecSpace>(m, n, Job::values_and_vectors)) {
+    const std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
+    return !sweeps_whole_instead_of_level0<ExecSpace, Scalar>(m, n, batch, options, limit) &&
+           !blocks_instead_of_level0<ExecSpace, Scalar>(m, n, batch, options, limit);
+  }
   return !job_keeps_rotations(job, m, n) && sweeps_whole(m < n ? m : n) &&
          small_svd_fits<Scalar, ExecSpace>(m, n, job);
 }

@@ -1023,8 +1023,10 @@ class WcycleLevelSolver {
           update.push_back(t);
           update_rows.push_back(t.rows);
         }
-      // Pairs 0: the measured rule as fitted for the pair SVDs (the teams'
-      // pair count was not part of the batch 200 to 400 measurements).
+      // Pairs 0: the rule as fitted before it took the pairs. The pair SVD
+      // is opt-in; with it, passing w (a team's pairs) moved the float
+      // points that run it by -12% to +21% on the H200 (wcycle.md, "Level 0
+      // or the blocks, float 65^2 to 71^2"), so it was not kept.
       step.svd_lanes = small_svd_lanes(options_, step.svd_rows, long(step.svd_pairs), 0);
       step.svd_tasks = alloc_.upload(lists.svd, "kwsvd::svd_tasks");
       step.gram_tasks = alloc_.upload(lists.evd, "kwsvd::gram_tasks");

@@ -46,9 +46,22 @@ inline int lanes_per_pair_rule(int max_rows) {
 /// 0.678, x 400 2.485 -> 0.944; double 40^2 x 200 (4000) 0.662 -> 0.570;
 /// double 64 x 32 x 400 (6400) 0.734 -> 0.491; but 64 x 32 x 200 (3200)
 /// 0.392 -> 0.410 and 100 x 16 x 400 (3200) 0.224 -> 0.299. pairs = 0
-/// (not known: the W-cycle's pair SVDs, not measured) keeps 16.
+/// (not known: the W-cycle's pair SVDs, which are opt-in and not measured)
+/// keeps 16.
+///
+/// Taller matrices keep 16 lanes up to batch x pairs <= 4800: above 72 rows
+/// 8 lanes leave each lane more than nine row blocks, past the compiled and
+/// bounded row loops, and the general loop costs more than the larger
+/// teams. H200, 16 lanes against 8 (ms, best of two; small_svd.md, "Tall
+/// matrices at batches of 200 to 400"): float 96 x 24 x 400 (4800) 0.337 ->
+/// 0.277, 128 x 24 x 400 (4800) 0.394 -> 0.325, 144 x 36 x 200 (3600) 0.730
+/// -> 0.510; double 96 x 24 x 400 0.463 -> 0.396, 200 x 20 x 400 (4000)
+/// 0.574 -> 0.510; but at 6000 8 lanes win: double 80 x 30 x 400 0.641 ->
+/// 0.804, 100 x 40 x 300 1.188 -> 1.557.
 inline int lanes_per_pair_measured(int max_rows, long batch, int pairs = 0) {
-  if (batch <= 400 && max_rows > 8 && (max_rows <= 32 || batch * pairs <= 3200))
+  const long load = batch * pairs;
+  if (batch <= 400 && max_rows > 8 &&
+      (max_rows <= 32 || load <= 3200 || (max_rows > 72 && load <= 4800)))
     return 16;
   if (max_rows <= 32)
     return 4;
