@@ -641,8 +641,9 @@ TYPED_TEST(Wcycle, GeneralRowLoopsAtLevelZeroAreSweptWhole) {
     const std::string shape = std::to_string(m) + " x " + std::to_string(n);
     kwsvd::SvdOptions options;
     options.lanes_per_pair = lanes;
-    const bool whole =
-        kwsvd::Impl::sweeps_whole_instead_of_level0<Exec, T>(m, n, 3, options, limit);
+    const bool whole = kwsvd::Impl::sweeps_whole_instead_of_level0<Exec, T>(
+        m, n, 3, options, kwsvd::Impl::level0_plan<Exec, T>(m, n, 3, options, limit), limit,
+        long(Exec().concurrency()));
     if (limit >= 32768 && limit <= 40936) {
       EXPECT_TRUE(whole) << shape;
     }
@@ -1253,14 +1254,18 @@ TEST(WcyclePlan, RightVectorsStartWholeSectors) {
 // batches above 400 or of many pairs; forced lanes) or with 16 lanes or more
 // at level 0 (batches of 400 or fewer, of few pairs); not where the whole
 // sweeps need more lanes on 8 at level 0, run the general loop too, or where
-// level 0 has a compiled loop.
+// level 0 has a compiled loop; nor, for whole teams of more than 10 pairs,
+// at batches of more matrices than SMs (the H200's 132 SMs of 2048 threads).
 TEST(WcyclePlan, GeneralRowLoopsAtLevelZeroAreSweptWhole) {
   using Host = Kokkos::DefaultHostExecutionSpace;
   namespace I = kwsvd::Impl;
   const std::size_t h200 = 40936;
+  long threads = 132 * 2048;
   kwsvd::SvdOptions options;
   const auto whole = [&](auto scalar, int m, int n, long batch) {
-    return I::sweeps_whole_instead_of_level0<Host, decltype(scalar)>(m, n, batch, options, h200);
+    using T = decltype(scalar);
+    return I::sweeps_whole_instead_of_level0<Host, T>(
+        m, n, batch, options, I::level0_plan<Host, T>(m, n, batch, options, h200), h200, threads);
   };
   // 7 or 8 row blocks of 8 lanes, no room for the padding beside V.
   EXPECT_TRUE(whole(0.0, 49, 49, 1000));
@@ -1288,6 +1293,20 @@ TEST(WcyclePlan, GeneralRowLoopsAtLevelZeroAreSweptWhole) {
   EXPECT_FALSE(whole(0.0f, 256, 32, 200));  // 3200
   EXPECT_FALSE(whole(0.0f, 160, 20, 400));  // 4000 (16 lanes above 72 rows)
   EXPECT_FALSE(whole(0.0f, 200, 20, 400));
+  // Whole teams of more than 10 pairs (32 lanes) only while every SM holds
+  // one; teams of 10 pairs or fewer gain past that.
+  EXPECT_TRUE(whole(0.0f, 256, 32, 132));
+  EXPECT_FALSE(whole(0.0f, 256, 32, 133));
+  EXPECT_TRUE(whole(0.0f, 256, 24, 132));
+  EXPECT_FALSE(whole(0.0f, 256, 24, 136));
+  EXPECT_FALSE(whole(0.0f, 192, 32, 136));
+  EXPECT_TRUE(whole(0.0f, 200, 20, 150));
+  EXPECT_TRUE(whole(0.0f, 256, 16, 150));
+  threads = 2;  // a host's threads: no SM to fill, teams of many pairs stay
+  EXPECT_FALSE(whole(0.0f, 256, 32, 100));
+  EXPECT_TRUE(whole(0.0f, 200, 16, 100));
+  EXPECT_TRUE(whole(0.0, 120, 30, 100));  // same lanes either way
+  threads = 132 * 2048;
   EXPECT_FALSE(whole(0.0, 70, 70, 1000));  // more than 64 columns: not swept whole
   options.job = kwsvd::Job::values;        // no V in scratch: 64 padded rows fit
   EXPECT_FALSE(whole(0.0, 49, 49, 1000));
@@ -1308,7 +1327,8 @@ TEST(WcyclePlan, WideNineBlockLevelZeroMatricesGoToTheBlocks) {
   const std::size_t h200 = 40936;
   kwsvd::SvdOptions options;
   const auto blocks = [&](int m, int n, long batch) {
-    return I::blocks_instead_of_level0<Host, float>(m, n, batch, options, h200);
+    return I::blocks_instead_of_level0(m, n, batch, options,
+                                       I::level0_plan<Host, float>(m, n, batch, options, h200));
   };
   EXPECT_TRUE(blocks(69, 69, 1000));
   EXPECT_TRUE(blocks(70, 70, 500));

@@ -139,6 +139,22 @@ inline int whole_matrix_lanes(const SvdOptions& options, int rows, long batch, i
   return lanes;
 }
 
+/// The level-0 kernel's lanes per pair and plan for an m x n matrix of a
+/// call of `batch` matrices on `limit` bytes of level-0 scratch a team:
+/// what the rules below weigh against the W-cycle's routes.
+struct Level0Plan {
+  int lanes = 0;  // small_svd_lanes
+  OneSidedJacobiShape shape;
+};
+
+template <class ExecSpace, class Scalar>
+Level0Plan level0_plan(int m, int n, long batch, const SvdOptions& options, std::size_t limit) {
+  const int rows = m > n ? m : n, cols = m > n ? n : m;
+  const int lanes = small_svd_lanes(options, rows, batch, (cols + 1) / 2);
+  return {lanes, plan_one_sided_jacobi<ExecSpace, Scalar>(
+                     m, n, job_keeps_rotations(options.job, m, n), lanes, limit)};
+}
+
 /// Whether an m x n matrix that fits level-0 scratch with V, in a call of
 /// `batch` matrices, is faster swept whole by the W-cycle (W in scratch, V
 /// in memory): where the level-0 kernel would run the general row loop
@@ -158,23 +174,30 @@ inline int whole_matrix_lanes(const SvdOptions& options, int rows, long batch, i
 /// 32 x 200 (3200) 0.606 -> 0.654, 160 x 20 x 400 (4000) 0.313 -> 0.447,
 /// double 0.433 -> 0.650 (small_svd.md, "Tall matrices at batches of 200 to
 /// 400"), where float 120 x 50 x 100 (2500) still gains (0.793 -> 0.750).
+///
+/// Nor, for whole teams of more than 10 pairs (over 320 threads on 32
+/// lanes), once the batch has more matrices than the GPU has SMs (Kokkos's
+/// `concurrency` over the 2048 threads an SM of NVIDIA's sm_80 and later
+/// holds: 132 on the H200): from there some SMs hold two teams, and those
+/// slow the whole sweeps more than level 0. H200, ms, level 0 against whole
+/// (wcycle.md, "Whole sweeps past one team an SM"): float 256 x 32 x 132
+/// 0.507 -> 0.457 but x 136 0.568 -> 0.621, 256 x 24 x 132 0.359 -> 0.314
+/// but x 136 0.375 -> 0.387, 192 x 32 x 136 0.493 -> 0.563; teams of 10
+/// pairs or fewer still gain there, 200 x 20 x 150 0.305 -> 0.297, 256 x
+/// 16 x 150 0.225 -> 0.203.
 template <class ExecSpace, class Scalar>
 bool sweeps_whole_instead_of_level0(int m, int n, long batch, const SvdOptions& options,
-                                    std::size_t limit) {
+                                    const Level0Plan& level0, std::size_t limit, long concurrency) {
   const int rows = m > n ? m : n, cols = m > n ? n : m;
-  if (!sweeps_whole(cols))
+  if (!sweeps_whole(cols) || level0.shape.rows_per_lane != 0)
     return false;
   const int pairs = (cols + 1) / 2;
-  const int lanes = small_svd_lanes(options, rows, batch, pairs);
-  const OneSidedJacobiShape level0 = plan_one_sided_jacobi<ExecSpace, Scalar>(
-      m, n, job_keeps_rotations(options.job, m, n), lanes, limit);
-  if (level0.rows_per_lane != 0)
-    return false;
   const int whole_lanes = whole_matrix_lanes(options, rows, batch, pairs);
   const OneSidedJacobiShape whole =
       plan_one_sided_jacobi<ExecSpace, Scalar>(m, n, false, whole_lanes, limit);
+  const bool sm_each = pairs <= 10 || batch <= concurrency / 2048;  // no SM holds two of many pairs
   return whole.rows_per_lane != 0 &&
-         (whole_lanes == lanes || (lanes >= 16 && batch * pairs <= 2500));
+         (whole_lanes == level0.lanes || (level0.lanes >= 16 && batch * pairs <= 2500 && sm_each));
 }
 
 /// Whether an m x n matrix that fits level-0 scratch with V, in a call of
@@ -189,22 +212,18 @@ bool sweeps_whole_instead_of_level0(int m, int n, long batch, const SvdOptions& 
 /// -> 4.51, 67^2 4.60 -> 4.77, and x 300 69^2 2.05 -> 2.22, x 200 1.57 ->
 /// 1.95. Values-only calls (no V in scratch) were not measured and stay at
 /// level 0.
-template <class ExecSpace, class Scalar>
-bool blocks_instead_of_level0(int m, int n, long batch, const SvdOptions& options,
-                              std::size_t limit) {
-  const int rows = m > n ? m : n, cols = m > n ? n : m;
-  if (batch <= 400 || cols <= 68 || !job_keeps_rotations(options.job, m, n))
-    return false;
-  const int lanes = small_svd_lanes(options, rows, batch, (cols + 1) / 2);
-  return plan_one_sided_jacobi<ExecSpace, Scalar>(m, n, true, lanes, limit).rows_per_lane ==
-         bounded_rows_per_lane(9);
+inline bool blocks_instead_of_level0(int m, int n, long batch, const SvdOptions& options,
+                                     const Level0Plan& level0) {
+  const int cols = m > n ? n : m;
+  return batch > 400 && cols > 68 && job_keeps_rotations(options.job, m, n) &&
+         level0.shape.rows_per_lane == bounded_rows_per_lane(9);
 }
 
 /// Whether batched_svd (uniform or variable batch, SvdOptions::level0) solves
 /// an m x n matrix of a call of `batch` matrices in the level-0 kernel:
-/// where the kernel's working set fits level-0 scratch with V and the
-/// W-cycle's whole-matrix sweeps are not faster
-/// (sweeps_whole_instead_of_level0), and, for jobs that keep no rotations
+/// where the kernel's working set fits level-0 scratch with V and neither
+/// the W-cycle's whole-matrix sweeps (sweeps_whole_instead_of_level0) nor
+/// its blocks (blocks_instead_of_level0) are faster, and, for jobs that keep no rotations
 /// (no V in scratch: values only, or the work matrix's left vectors only),
 /// where it fits without and the W-cycle would sweep it whole anyway
 /// (tuning/whole_matrix_sweeps.hpp). Wider matrices that fit only without V
@@ -215,8 +234,10 @@ bool solves_at_level0(int m, int n, long batch, const SvdOptions& options) {
   const Job job = options.job;
   if (small_svd_fits<Scalar, ExecSpace>(m, n, Job::values_and_vectors)) {
     const std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
-    return !sweeps_whole_instead_of_level0<ExecSpace, Scalar>(m, n, batch, options, limit) &&
-           !blocks_instead_of_level0<ExecSpace, Scalar>(m, n, batch, options, limit);
+    const Level0Plan level0 = level0_plan<ExecSpace, Scalar>(m, n, batch, options, limit);
+    return !sweeps_whole_instead_of_level0<ExecSpace, Scalar>(m, n, batch, options, level0, limit,
+                                                              long(ExecSpace().concurrency())) &&
+           !blocks_instead_of_level0(m, n, batch, options, level0);
   }
   return !job_keeps_rotations(job, m, n) && sweeps_whole(m < n ? m : n) &&
          small_svd_fits<Scalar, ExecSpace>(m, n, job);
