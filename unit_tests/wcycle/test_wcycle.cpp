@@ -1327,7 +1327,7 @@ TEST(WcyclePlan, WideNineBlockLevelZeroMatricesGoToTheBlocks) {
   const std::size_t h200 = 40936;
   kwsvd::SvdOptions options;
   const auto blocks = [&](int m, int n, long batch) {
-    return I::blocks_instead_of_level0(m, n, batch, options,
+    return I::blocks_instead_of_level0(batch,
                                        I::level0_plan<Host, float>(m, n, batch, options, h200));
   };
   EXPECT_TRUE(blocks(69, 69, 1000));

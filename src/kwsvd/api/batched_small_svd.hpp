@@ -188,7 +188,7 @@ Level0Plan level0_plan(int m, int n, long batch, const SvdOptions& options, std:
 template <class ExecSpace, class Scalar>
 bool sweeps_whole_instead_of_level0(int m, int n, long batch, const SvdOptions& options,
                                     const Level0Plan& level0, std::size_t limit, long concurrency) {
-  const int rows = m > n ? m : n, cols = m > n ? n : m;
+  const int rows = level0.shape.rows, cols = level0.shape.cols;
   if (!sweeps_whole(cols) || level0.shape.rows_per_lane != 0)
     return false;
   const int pairs = (cols + 1) / 2;
@@ -211,11 +211,10 @@ bool sweeps_whole_instead_of_level0(int m, int n, long batch, const SvdOptions& 
 /// 4.49; x 500 69^2 3.37 -> 2.74, 71^2 3.72 -> 2.78; but x 1000 65^2 4.22
 /// -> 4.51, 67^2 4.60 -> 4.77, and x 300 69^2 2.05 -> 2.22, x 200 1.57 ->
 /// 1.95. Values-only calls (no V in scratch) were not measured and stay at
-/// level 0.
-inline bool blocks_instead_of_level0(int m, int n, long batch, const SvdOptions& options,
-                                     const Level0Plan& level0) {
-  const int cols = m > n ? n : m;
-  return batch > 400 && cols > 68 && job_keeps_rotations(options.job, m, n) &&
+/// level 0. `level0` is the matrix's plan (level0_plan), which holds its
+/// columns and whether V is kept.
+inline bool blocks_instead_of_level0(long batch, const Level0Plan& level0) {
+  return batch > 400 && level0.shape.cols > 68 && level0.shape.vectors &&
          level0.shape.rows_per_lane == bounded_rows_per_lane(9);
 }
 
@@ -237,7 +236,7 @@ bool solves_at_level0(int m, int n, long batch, const SvdOptions& options) {
     const Level0Plan level0 = level0_plan<ExecSpace, Scalar>(m, n, batch, options, limit);
     return !sweeps_whole_instead_of_level0<ExecSpace, Scalar>(m, n, batch, options, level0, limit,
                                                               long(ExecSpace().concurrency())) &&
-           !blocks_instead_of_level0(m, n, batch, options, level0);
+           !blocks_instead_of_level0(batch, level0);
   }
   return !job_keeps_rotations(job, m, n) && sweeps_whole(m < n ? m : n) &&
          small_svd_fits<Scalar, ExecSpace>(m, n, job);
