@@ -18,7 +18,8 @@
 //                  [--level-widths=w1,w2,...] [--instances=0|1|2]
 //                  [--lanes-per-pair=0|1|2|4|8|16|32]
 //                  [--job=vectors|values|left|right] [--full-matrices=0|1] [--rank=r]
-//                  [--level0=0|1] [--max-workspace-mb=X] [--points=m:n:batch,...]
+//                  [--level0=0|1] [--max-workspace-mb=X] [--qr=auto|always|never]
+//                  [--points=m:n:batch,...]
 //                  [benchmark flags]
 //
 // --pair-svd, --level-widths, --instances, --lanes-per-pair, --level0 and
@@ -41,6 +42,8 @@
 // (SvdOptions::rank; gesvda's rank), uniform points only; their entries
 // record rank, the triplets' residual (sqrt(sum ||A v_l - sigma_l u_l||^2)
 // / ||A||_F) and U's and V's orthogonality over the r columns.
+// --qr sets SvdOptions::qr (QR preprocessing of non-square matrices; default
+// auto), and kwsvd's uniform entries record qr = 1 where a call took it.
 // --points=m:n:batch,... replaces the suite's points with uniform batches of
 // the sizes given (experiment `custom`), for the sizes a user has, such as
 // row counts that are not multiples of 4.
@@ -337,6 +340,7 @@ void run_kwsvd_point(benchmark::State& state, const Point& point) {
       return true;
     });
     state.counters["w"] = svd.block_width();
+    state.counters["qr"] = svd.qr_preprocessed() ? 1 : 0;
     record_plan(state, svd.plan_summary());
     record_workspace(state, double(svd.workspace_bytes()));
     const long round = svd.matrices_per_round();
@@ -584,6 +588,15 @@ int main(int argc, char** argv) {
       suite_options.instances = std::atoi(argv[i] + 12);
     } else if (std::strncmp(argv[i], "--max-workspace-mb=", 19) == 0) {
       suite_options.max_workspace_bytes = std::size_t(std::atof(argv[i] + 19) * 1e6);
+    } else if (std::strncmp(argv[i], "--qr=", 5) == 0) {
+      const std::string qr = argv[i] + 5;
+      if (qr != "auto" && qr != "always" && qr != "never") {
+        std::fprintf(stderr, "perf_svd_suite: --qr=%s (auto, always, never)\n", qr.c_str());
+        return 1;
+      }
+      suite_options.qr = qr == "always"  ? kwsvd::QrPreprocessing::always
+                         : qr == "never" ? kwsvd::QrPreprocessing::never
+                                         : kwsvd::QrPreprocessing::automatic;
     } else if (std::strncmp(argv[i], "--lanes-per-pair=", 17) == 0) {
       suite_options.lanes_per_pair = std::atoi(argv[i] + 17);
     } else if (std::strncmp(argv[i], "--job=", 6) == 0) {

@@ -641,6 +641,7 @@ TYPED_TEST(Wcycle, GeneralRowLoopsAtLevelZeroAreSweptWhole) {
     const std::string shape = std::to_string(m) + " x " + std::to_string(n);
     kwsvd::SvdOptions options;
     options.lanes_per_pair = lanes;
+    options.qr = kwsvd::QrPreprocessing::never;  // the rule for the matrix itself (100 x 20)
     const bool whole = kwsvd::Impl::sweeps_whole_instead_of_level0<Exec, T>(
         m, n, 3, options, kwsvd::Impl::level0_plan<Exec, T>(m, n, 3, options, limit), limit,
         long(Exec().concurrency()));

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -14,7 +15,9 @@
 #include "kwsvd/api/batched_small_svd.hpp"
 #include "kwsvd/api/errors.hpp"
 #include "kwsvd/api/options.hpp"
+#include "kwsvd/scheduler/qr_preprocessing.hpp"
 #include "kwsvd/scheduler/wcycle.hpp"
+#include "kwsvd/tuning/qr_preprocessing.hpp"
 
 namespace kwsvd {
 
@@ -49,20 +52,30 @@ class BatchedSvd {
   /// the matrices (and of V), its per-step buffers and task lists, for a
   /// round's matrices under SvdOptions::max_workspace_bytes; 0 for shapes
   /// solved at level 0, which need only team scratch.
-  std::size_t workspace_bytes() const { return solver_.workspace_bytes(); }
+  std::size_t workspace_bytes() const {
+    return solver_.workspace_bytes() + qr_bytes_ + (factors_ ? factors_->workspace_bytes() : 0);
+  }
 
   /// Matrices the W-cycle sweeps together: the batch, or, under
   /// SvdOptions::max_workspace_bytes, the size of each round (0 for level 0
   /// or an empty batch).
   long matrices_per_round() const { return round_; }
 
-  /// True when the shape runs in the level-0 kernel (no block rotations).
-  bool level0() const { return level0_; }
+  /// True when the shape runs in the level-0 kernel (no block rotations);
+  /// under QR preprocessing, whether the triangular factors do.
+  bool level0() const { return factors_ ? factors_->level0() : level0_; }
+  /// True when the matrices are reduced to their triangular factors first
+  /// (SvdOptions::qr), whose SVD the other queries then describe.
+  bool qr_preprocessed() const { return factors_ != nullptr; }
   /// Column-block width of the W-cycle's level 1 (0 for level 0).
-  int block_width() const { return level0_ ? 0 : solver_.width(); }
+  int block_width() const {
+    return factors_ ? factors_->block_width() : level0_ ? 0 : solver_.width();
+  }
   /// How the W-cycle splits a sweep (levels, steps, pairs by group); empty
   /// for level 0 or an empty batch.
   WcyclePlanSummary plan_summary() const {
+    if (factors_)
+      return factors_->plan_summary();
     return level0_ || batch_ == 0 || m_ == 0 || n_ == 0 ? WcyclePlanSummary{} : solver_.summary();
   }
 
@@ -107,12 +120,62 @@ class BatchedSvd {
     Impl::require_svd_options<Scalar>(fn, options);
     level0_ =
         options.level0 && Impl::solves_at_level0<Scalar, ExecSpace>(int(m), int(n), batch, options);
+    const bool qr = options.qr == QrPreprocessing::always || !level0_;
+    if (qr && batch > 0 && Impl::uses_qr_preprocessing(options, m, n)) {
+      plan_qr(exec, allocate, fn);
+      return;
+    }
     if (!level0_ && batch > 0 && m > 0 && n > 0) {
       round_ = plan_round(exec, fn);
       solver_ = Impl::WcycleLevelSolver<ExecSpace, Scalar>(
           exec, std::vector<MatrixShape>(std::size_t(round_), MatrixShape{int(m), int(n)}), options,
           fn, allocate);
     }
+  }
+
+  // The QR preprocessing (SvdOptions::qr): the factors' buffers, and a
+  // handle for the SVD of the k x k factors X = R^T, whose U is the short
+  // side's vectors (V of a tall matrix, U of a wide one) and whose V the
+  // finish turns into the long side's (QrPreprocessor).
+  void plan_qr(const ExecSpace& exec, bool allocate, const char* fn) {
+    const long k = std::min(m_, n_);
+    const bool tall = m_ > n_;
+    const bool long_side = tall ? job_writes_u(options_.job) : job_writes_v(options_.job);
+    const bool short_side = tall ? job_writes_v(options_.job) : job_writes_u(options_.job);
+    SvdOptions inner = options_;
+    inner.job = Impl::job_computing(short_side, long_side);
+    inner.qr = QrPreprocessing::never;
+    inner.full_matrices = false;  // k x k: full and thin alike; the finish completes the long side
+    Impl::WorkspaceAllocator<typename ExecSpace::memory_space> alloc(allocate, fn);
+    qr_ = Impl::QrPreprocessor<ExecSpace, Scalar>(batch_, int(m_), int(n_),
+                                                  int(Impl::output_rank(options_, k)), long_side,
+                                                  options_.full_matrices, alloc);
+    qr_bytes_ = alloc.bytes();
+    factors_ = std::shared_ptr<BatchedSvd>(new BatchedSvd(exec, batch_, k, k, inner, allocate, fn));
+    level0_ = false;
+  }
+
+  // The SVD through the factors (plan_qr): factor, the factors' SVD, finish.
+  template <class AView, class SView, class UView, class VView, class InfoView>
+  void run_qr(const AView& A, const SView& S, const UView& U, const VView& V, const InfoView& info,
+              Job job) {
+    const auto slots = Impl::uniform_slots<Scalar>(A, S, U, V, info, job);
+    qr_.factor(exec_, slots);
+    const bool tall = m_ > n_;
+    const bool long_side = tall ? job_writes_u(job) : job_writes_v(job);
+    const bool short_side = tall ? job_writes_v(job) : job_writes_u(job);
+    using Blocks = typename Impl::QrPreprocessor<ExecSpace, Scalar>::Blocks;
+    const auto X = qr_.factors();
+    const Blocks Y = long_side ? qr_.right_vectors() : Blocks();
+    using Empty = Kokkos::View<Scalar***, Kokkos::LayoutRight, typename SView::memory_space>;
+    const Job inner = Impl::job_computing(short_side, long_side);
+    if (short_side && tall)
+      factors_->run(X, S, V, Y, info, inner);
+    else if (short_side)
+      factors_->run(X, S, U, Y, info, inner);
+    else
+      factors_->run(X, S, Empty(), Y, info, inner);
+    qr_.finish(exec_, slots, long_side);
   }
 
   // Matrices per W-cycle round: the batch, or under max_workspace_bytes the
@@ -183,6 +246,10 @@ class BatchedSvd {
       Impl::complete_uniform_full_sides(exec_, A, S, U, V, info, options_, job);
       return;
     }
+    if (factors_) {
+      run_qr(A, S, U, V, info, job);
+      return;
+    }
     if (level0_) {
       Impl::batched_small_svd_impl(exec_, A, S, U, V, info, options_, job);
       return;
@@ -199,6 +266,10 @@ class BatchedSvd {
   bool level0_ = false;
   long round_ = 0;  // matrices per W-cycle round (plan_round)
   Impl::WcycleLevelSolver<ExecSpace, Scalar> solver_;
+  // Under QR preprocessing (plan_qr): the factors' buffers and their SVD.
+  Impl::QrPreprocessor<ExecSpace, Scalar> qr_;
+  std::size_t qr_bytes_ = 0;
+  std::shared_ptr<BatchedSvd> factors_;
 };
 
 /// The SVD of every matrix of a uniform batch, any size (see BatchedSvd;

@@ -203,6 +203,17 @@ void require_svd_options(const char* function, const SvdOptions& options, double
                            "options.full_matrices for more: they exclude each other; got rank " +
                                std::to_string(options.rank) + " with full_matrices = true");
   }
+  if (options.qr != QrPreprocessing::automatic && options.qr != QrPreprocessing::never &&
+      options.qr != QrPreprocessing::always) {
+    throw_invalid_argument(function, "options.qr",
+                           "must be QrPreprocessing::automatic, never or always, got " +
+                               std::to_string(int(options.qr)));
+  }
+  if (options.qr == QrPreprocessing::always && options.max_workspace_bytes > 0) {
+    throw_invalid_argument(function, "options.qr",
+                           "QrPreprocessing::always holds the whole batch's factors: it excludes "
+                           "options.max_workspace_bytes (use automatic or never)");
+  }
   if (options.block_scratch_bytes < 0) {
     throw_invalid_argument(function, "options.block_scratch_bytes",
                            "must be 0 (the device's limit) or a byte count, got " +

@@ -43,6 +43,19 @@ enum class LanesRule {
   gcd
 };
 
+/// Whether BatchedSvd first reduces a tall matrix (or a wide one's
+/// transpose) to its triangular factor (SvdOptions::qr).
+enum class QrPreprocessing {
+  /// Where tuning/qr_preprocessing.hpp's rule expects it to pay: shapes
+  /// not solved at level 0 with rows enough times the columns, no
+  /// max_workspace_bytes, and level0 = true (the default).
+  automatic,
+  never,  ///< always sweep the matrix itself
+  /// every non-square matrix of two columns (rows) or more (refused with
+  /// max_workspace_bytes, and by VariableBatchedSvd)
+  always,
+};
+
 /// Settings of a batched SVD call (a plain struct: copy it, change a field).
 struct SvdOptions {
   /// What the calls of a handle compute. Job::values plans without V: the
@@ -165,6 +178,19 @@ struct SvdOptions {
   /// rounds share one workspace for their working copies, so that its
   /// workspace_bytes() stays within the limit.
   std::size_t max_workspace_bytes = 0;
+  /// BatchedSvd's QR preprocessing of non-square matrices (seed 002 §9.2):
+  /// the Householder QR A = Q [R; 0] of the m x n working matrix (A, or A^T
+  /// when m < n), one-sided Jacobi on R^T (n x n), whose Gram matrix R R^T
+  /// is nearer diagonal than R^T R = A^T A (Drmac and Veselic's
+  /// preconditioner, seed 002 ref. [38]: fewer sweeps), then U = Q [V_R; 0]
+  /// and V = U_R (under full_matrices U's columns past n are Q's, Q e_j).
+  /// Each sweep then works on n rows instead of m. The same
+  /// accuracy thresholds hold either way; the values and vectors are not the
+  /// same bits. info's sweeps are the triangular factor's. Under sort =
+  /// false the order is that of the Jacobi columns of R^T (R's rows), not
+  /// A's columns. VariableBatchedSvd solves without it (and refuses
+  /// QrPreprocessing::always).
+  QrPreprocessing qr = QrPreprocessing::automatic;
 };
 
 /// Per sweep, how a W-cycle plan splits its work (for tests, benchmarks and

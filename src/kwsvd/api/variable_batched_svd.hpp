@@ -283,6 +283,11 @@ class VariableBatchedSvd {
       }
     }
     Impl::require_svd_options<Scalar>(fn, options);
+    if (options.qr == QrPreprocessing::always)
+      Impl::throw_invalid_argument(fn, "options.qr",
+                                   "VariableBatchedSvd solves without QR preprocessing: "
+                                   "QrPreprocessing::always is BatchedSvd's only (use automatic "
+                                   "or never)");
     Impl::WorkspaceAllocator<memory_space> alloc(allocate, fn);
     std::vector<int> blocks, empty;
     std::vector<MatrixShape> block_shapes;

@@ -12,6 +12,7 @@
 #include "kwsvd/impl/kokkos_compat.hpp"
 #include "kwsvd/impl/matrix_slot.hpp"
 #include "kwsvd/impl/strided_matrix.hpp"
+#include "kwsvd/kernels/householder_qr_team.hpp"
 
 namespace kwsvd::Impl {
 
@@ -265,9 +266,10 @@ KOKKOS_INLINE_FUNCTION void apply_reflector_blocks_to_unit_vectors(
 
 /// The Householder QR of the kept columns left(:, 0 .. r0 - 1) (M x r0) =
 /// Q R, Q = H_0 ... H_{r0 - 1}: K (M r0 scalars) the reflectors v_k (zero
-/// above row k), tau (r0) their factors, H_k = I - tau_k v_k v_k^T. O(M
-/// r0^2), one reflector at a time. Collective over the team; ends with a
-/// barrier.
+/// above row k, v_k(k) = 1; R above the diagonal, which the readers of K
+/// never touch), tau (r0) their factors, H_k = I - tau_k v_k v_k^T
+/// (householder_qr_steps). O(M r0^2), one reflector at a time. Collective
+/// over the team; ends with a barrier.
 template <class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void householder_reflectors(const Member& member,
                                                    const StridedMatrix<Scalar>& left, int M, int r0,
@@ -278,30 +280,7 @@ KOKKOS_INLINE_FUNCTION void householder_reflectors(const Member& member,
                          [&](const int r) { k_at(r, c) = left(r, c); });
   });
   member.team_barrier();
-  for (int k = 0; k < r0; ++k) {
-    // v_k = x + sign(x_0) ||x|| e_0 for x = K(k .., k); tau_k = 2 / v_k^T v_k.
-    for_each_lane_sum<Scalar>(
-        member, 1, M - k, [&](const int, const int r) { return k_at(k + r, k) * k_at(k + r, k); },
-        [&](const int, const Scalar alpha2) { tau[k] = alpha2; });
-    member.team_barrier();
-    const Scalar alpha = kmath::sqrt(tau[k]), x0 = k_at(k, k);
-    member.team_barrier();
-    Kokkos::single(Kokkos::PerTeam(member), [&]() {
-      k_at(k, k) = x0 + (x0 < Scalar(0) ? -alpha : alpha);
-      tau[k] = alpha > Scalar(0) ? Scalar(1) / (alpha * (alpha + kmath::fabs(x0))) : Scalar(0);
-    });
-    member.team_barrier();
-    const Scalar t = tau[k];
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k + 1, r0), [&](const int j) {
-      Scalar dot = 0;
-      Kokkos::parallel_reduce(
-          Kokkos::ThreadVectorRange(member, k, M),
-          [&](const int r, Scalar& acc) { acc += k_at(r, k) * k_at(r, j); }, dot);
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, k, M),
-                           [&](const int r) { k_at(r, j) -= t * dot * k_at(r, k); });
-    });
-    member.team_barrier();
-  }
+  householder_qr_steps(member, K, std::size_t(M), M, r0, tau, static_cast<Scalar*>(nullptr));
 }
 
 /// A completion by reflectors spread over several teams per matrix, first
@@ -321,29 +300,7 @@ KOKKOS_INLINE_FUNCTION void prepare_reflector_completion(const Member& member,
                                                          int r0, Scalar* K, Scalar* tau,
                                                          Scalar* wy) {
   householder_reflectors(member, left, M, r0, K, tau);
-  const auto k_at = [&](int r, int c) { return K[r + std::size_t(M) * c]; };
-  const auto at = [&](int i, int k) -> Scalar& { return wy[i + std::size_t(r0) * k]; };
-  // v_l^T v_k for l < k, over the rows from k (v_k is zero above them).
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, r0 * r0), [&](const int p) {
-    const int l = p % r0, k = p / r0;
-    if (l >= k)
-      return;
-    Scalar dot = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(member, k, M),
-        [&](const int r, Scalar& acc) { acc += k_at(r, l) * k_at(r, k); }, dot);
-    Kokkos::single(Kokkos::PerThread(member), [&]() { at(k, l) = dot; });
-  });
-  member.team_barrier();
-  for (int k = 0; k < r0; ++k) {
-    const Scalar t = tau[k];
-    for_each_lane_sum<Scalar>(
-        member, k, k,
-        [&](const int i, const int l) { return l >= i ? at(i, l) * at(k, l) : Scalar(0); },
-        [&](const int i, const Scalar sum) { at(i, k) = -t * sum; });
-    Kokkos::single(Kokkos::PerTeam(member), [&]() { at(k, k) = t; });
-    member.team_barrier();
-  }
+  compact_wy_factor(member, K, std::size_t(M), M, r0, tau, wy);
 }
 
 /// The most reflectors per pass of complete_columns_from_reflectors over its

@@ -1,0 +1,314 @@
+// QR preprocessing of non-square matrices (SvdOptions::qr; seed 002 §9.2):
+// the Householder QR of the working matrix, one-sided Jacobi on R^T, then
+// U = Q [V_R; 0]. Seed 002's thresholds on its six spectra, tall and wide,
+// with the factors' SVD at level 0 and in the W-cycle; the jobs, the rank,
+// values only, NaN in one matrix, zero and badly scaled columns, a reused
+// handle, the raw-pointer form, the rule of QrPreprocessing::automatic and
+// the options it refuses.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common/oracle.hpp"
+#include "common/svd_batch.hpp"
+#include "kwsvd/kwsvd.hpp"
+
+namespace {
+
+using kwsvd::Job;
+using kwsvd::QrPreprocessing;
+using kwsvd::test::error_of;
+using kwsvd::test::random_matrix;
+using Exec = Kokkos::DefaultExecutionSpace;
+
+template <class C>
+class QrPreprocessed : public kwsvd::test::ScalarLayoutTest<C> {
+ public:
+  using typename kwsvd::test::ScalarLayoutTest<C>::Scalar;
+  using typename kwsvd::test::ScalarLayoutTest<C>::Layout;
+
+  static kwsvd::SvdOptions with_qr(QrPreprocessing qr = QrPreprocessing::always) {
+    kwsvd::SvdOptions o;
+    o.qr = qr;
+    return o;
+  }
+  static kwsvd::test::BatchResult<Scalar> run(const std::vector<std::vector<Scalar>>& mats, int m,
+                                              int n, const kwsvd::SvdOptions& options) {
+    return kwsvd::test::run_batched_svd<Scalar, Layout>(mats, m, n, options);
+  }
+};
+
+using Cases = kwsvd::test::ScalarLayoutCases;
+TYPED_TEST_SUITE(QrPreprocessed, Cases);
+
+// Tall and wide; the factors solved at level 0 (40 columns) and, planned
+// for 16 KB of scratch, in the W-cycle's blocks (72 columns).
+TYPED_TEST(QrPreprocessed, SixSpectraMeetSeed002Thresholds) {
+  using T = typename TestFixture::Scalar;
+  const double kappa = sizeof(T) == 8 ? 1e10 : 1e5;
+  struct Shape {
+    int m, n;
+  };
+  for (const Shape s : {Shape{160, 40}, Shape{40, 130}, Shape{250, 72}}) {
+    auto options = TestFixture::with_qr();
+    options.block_scratch_bytes = s.n == 72 ? 16384 : 0;
+    kwsvd::BatchedSvd<Exec, T> svd(Exec(), 2, s.m, s.n, options);
+    ASSERT_TRUE(svd.qr_preprocessed());
+    if (s.n == 72) {
+      EXPECT_FALSE(svd.level0());
+      EXPECT_GT(svd.plan_summary().gram_evds, 0);
+    }
+    for (const std::string name : {"random", "arith", "cluster0", "cluster1", "logrand", "geo"}) {
+      const auto mats = kwsvd::test::spectrum_batch<T>(name, s.m, s.n, kappa, 2);
+      const auto r = TestFixture::run(mats, s.m, s.n, options);
+      kwsvd::test::expect_accurate(mats, s.m, s.n, r, "qr " + name);
+      for (const auto& info : r.info)
+        EXPECT_EQ(info.converged, 1) << name;
+    }
+  }
+}
+
+// Graded spectra are what the preprocessing's R^T converges on in fewer
+// sweeps than the matrix itself (R R^T is nearer diagonal than A^T A).
+TYPED_TEST(QrPreprocessed, GradedSpectraTakeFewerSweepsThanTheMatrixItself) {
+  using T = typename TestFixture::Scalar;
+  const double kappa = sizeof(T) == 8 ? 1e10 : 1e5;
+  const int m = 240, n = 60;
+  const auto mats = kwsvd::test::spectrum_batch<T>("geo", m, n, kappa, 2);
+  const auto with = TestFixture::run(mats, m, n, TestFixture::with_qr());
+  const auto without = TestFixture::run(mats, m, n, TestFixture::with_qr(QrPreprocessing::never));
+  for (std::size_t b = 0; b < mats.size(); ++b)
+    EXPECT_LT(with.info[b].sweeps, without.info[b].sweeps) << b;
+}
+
+// The jobs: each side computed alone, values only, and the leading r
+// triplets: the same values as the full job's and singular vectors.
+TYPED_TEST(QrPreprocessed, JobsRankAndValuesOnly) {
+  using T = typename TestFixture::Scalar;
+  const double bound = TestFixture::bound();
+  for (const auto& [m, n] : {std::pair{120, 30}, std::pair{30, 120}}) {
+    const auto mats = kwsvd::test::rank_deficient_batch<T>(m, n);
+    const auto full = TestFixture::run(mats, m, n, TestFixture::with_qr());
+    kwsvd::test::expect_accurate(mats, m, n, full, "full");
+    for (const Job job : {Job::values_and_left_vectors, Job::values_and_right_vectors}) {
+      const bool left = job == Job::values_and_left_vectors;
+      const std::string at = std::to_string(m) + " x " + std::to_string(n) + (left ? " U" : " V");
+      auto options = TestFixture::with_qr();
+      options.job = job;
+      const auto r = TestFixture::run(mats, m, n, options);
+      for (std::size_t b = 0; b < mats.size(); ++b) {
+        const auto e =
+            kwsvd::test::side_errors(mats[b], m, n, r.s[b], left ? r.u[b] : r.v[b], left);
+        EXPECT_LT(e.orthogonality, bound) << at;
+        EXPECT_LT(e.eigen, bound) << at;
+        for (std::size_t l = 0; l < r.s[b].size(); ++l)
+          ASSERT_NEAR(double(r.s[b][l]), double(full.s[b][l]), bound * double(full.s[b][0])) << at;
+      }
+    }
+    // Values only, through the handle's values-only call.
+    {
+      kwsvd::BatchedSvd<Exec, T> svd(Exec(), long(mats.size()), m, n, TestFixture::with_qr());
+      const auto A = kwsvd::test::to_device<T, typename TestFixture::Layout>(mats, m, n);
+      Kokkos::View<T**, typename TestFixture::Layout> S("S", mats.size(), std::min(m, n));
+      Kokkos::View<kwsvd::SvdInfo*> info("info", mats.size());
+      svd.compute(A, S, info);
+      const auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
+      for (std::size_t b = 0; b < mats.size(); ++b)
+        for (int l = 0; l < std::min(m, n); ++l)
+          ASSERT_NEAR(double(hs(b, l)), double(full.s[b][std::size_t(l)]),
+                      bound * double(full.s[b][0]))
+              << "values only";
+    }
+    // The 7 leading triplets: the full call's values, and vectors that
+    // reconstruct A's best rank-7 approximation (checked through U^T A = S V^T).
+    auto ranked = TestFixture::with_qr();
+    ranked.rank = 7;
+    const auto r = TestFixture::run(mats, m, n, ranked);
+    for (std::size_t b = 0; b < mats.size(); ++b) {
+      ASSERT_EQ(r.s[b].size(), 7u);
+      ASSERT_EQ(r.u[b].size(), std::size_t(m) * 7);
+      for (int l = 0; l < 7; ++l) {
+        ASSERT_NEAR(double(r.s[b][l]), double(full.s[b][l]), bound * double(full.s[b][0]));
+        double dot_u = 0, dot_v = 0;  // the ranked columns are the full call's up to sign
+        for (int i = 0; i < m; ++i)
+          dot_u +=
+              double(r.u[b][i + std::size_t(m) * l]) * double(full.u[b][i + std::size_t(m) * l]);
+        for (int j = 0; j < n; ++j)
+          dot_v +=
+              double(r.v[b][j + std::size_t(n) * l]) * double(full.v[b][j + std::size_t(n) * l]);
+        EXPECT_NEAR(std::fabs(dot_u), 1.0, 1e3 * bound) << "rank column " << l;
+        EXPECT_NEAR(std::fabs(dot_v), 1.0, 1e3 * bound) << "rank column " << l;
+      }
+    }
+  }
+}
+
+// Full U (tall) or V (wide): the thin call's values and first k columns to
+// the bit, the columns past k Q e_j, the whole side orthonormal.
+TYPED_TEST(QrPreprocessed, FullLongSideIsOrthonormalAndKeepsTheThinColumns) {
+  using T = typename TestFixture::Scalar;
+  for (const auto& [m, n] : {std::pair{100, 24}, std::pair{24, 100}}) {
+    const auto mats = kwsvd::test::rank_deficient_batch<T>(m, n);
+    auto options = TestFixture::with_qr();
+    const auto thin = TestFixture::run(mats, m, n, options);
+    options.full_matrices = true;
+    const auto full = TestFixture::run(mats, m, n, options);
+    const int rows = std::max(m, n), k = std::min(m, n);
+    for (std::size_t b = 0; b < mats.size(); ++b) {
+      const std::string at =
+          std::to_string(m) + " x " + std::to_string(n) + " matrix " + std::to_string(b);
+      EXPECT_EQ(full.s[b], thin.s[b]) << at;
+      const auto& side = m > n ? full.u[b] : full.v[b];
+      const auto& thin_side = m > n ? thin.u[b] : thin.v[b];
+      ASSERT_EQ(side.size(), std::size_t(rows) * rows) << at;
+      for (std::size_t i = 0; i < std::size_t(rows) * k; ++i)
+        ASSERT_EQ(side[i], thin_side[i]) << at << " entry " << i;
+      EXPECT_LT(kwsvd::test::orthogonality_error(side, rows, rows), TestFixture::bound()) << at;
+    }
+  }
+}
+
+// NaN in one matrix (Inf in a wide one) is reported for it alone; zero,
+// repeated and badly scaled columns keep the thresholds and finite vectors.
+TYPED_TEST(QrPreprocessed, NonFiniteZeroAndBadlyScaledColumns) {
+  using T = typename TestFixture::Scalar;
+  for (const auto& [m, n] : {std::pair{150, 40}, std::pair{40, 150}}) {
+    const std::string shape = std::to_string(m) + " x " + std::to_string(n);
+    auto zero = random_matrix<T>(m, n, 5);
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j)
+        if ((m > n ? j : i) == 7)
+          zero[i + std::size_t(m) * j] = T(0);
+    auto scaled = random_matrix<T>(m, n, 6);
+    const double big = sizeof(T) == 8 ? 1e150 : 1e18, small = sizeof(T) == 8 ? 1e-150 : 1e-18;
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i)
+        scaled[i + std::size_t(m) * j] *= T((m > n ? j : i) % 2 ? big : small);
+    auto bad = random_matrix<T>(m, n, 7);
+    bad[5 + std::size_t(m) * 9] =
+        m > n ? std::numeric_limits<T>::quiet_NaN() : std::numeric_limits<T>::infinity();
+    const std::vector<std::vector<T>> mats = {zero, bad, scaled};
+    const auto r = TestFixture::run(mats, m, n, TestFixture::with_qr());
+    EXPECT_EQ(r.info[1].nonfinite_input, 1) << shape;
+    EXPECT_EQ(r.info[1].converged, 0) << shape;
+    for (const auto& out : {r.s[1], r.u[1], r.v[1]})
+      for (const T x : out)
+        ASSERT_TRUE(std::isnan(double(x))) << shape;
+    kwsvd::test::BatchResult<T> clean;
+    for (const std::size_t b : {std::size_t(0), std::size_t(2)}) {
+      clean.s.push_back(r.s[b]);
+      clean.u.push_back(r.u[b]);
+      clean.v.push_back(r.v[b]);
+      clean.info.push_back(r.info[b]);
+    }
+    kwsvd::test::expect_accurate(std::vector<std::vector<T>>{zero, scaled}, m, n, clean,
+                                 "zero and scaled, " + shape);
+    EXPECT_EQ(r.s[0].back(), r.s[0].back());  // finite: a zero value, not NaN
+    EXPECT_LT(double(r.s[0].back()), 100 * TestFixture::unit_roundoff() * double(r.s[0][0]));
+    EXPECT_GT(double(r.s[2][0]), big);
+  }
+}
+
+// A reused handle gives the same bits again and holds what it planned; the
+// raw-pointer form gives the View form's bits.
+TYPED_TEST(QrPreprocessed, ReusedHandleAndRawPointers) {
+  using T = typename TestFixture::Scalar;
+  const int m = 90, n = 20, batch = 3;
+  std::vector<std::vector<T>> mats;
+  for (int b = 0; b < batch; ++b)
+    mats.push_back(random_matrix<T>(m, n, 40u + b));
+  const auto options = TestFixture::with_qr();
+  using Svd = kwsvd::BatchedSvd<Exec, T>;
+  EXPECT_EQ(Svd::planned_workspace_bytes(Exec(), batch, m, n, options),
+            Svd(Exec(), batch, m, n, options).workspace_bytes());
+  EXPECT_GT(Svd(Exec(), batch, m, n, options).workspace_bytes(),
+            std::size_t(batch) * m * n * sizeof(T));
+  kwsvd::BatchedSvd<Exec, T> svd(Exec(), batch, m, n, options);
+  const auto call = [&](const auto& A, const auto& S, const auto& U, const auto& V,
+                        const auto& info) { svd.compute(A, S, U, V, info); };
+  const auto first =
+      kwsvd::test::run_svd_batch<T, typename TestFixture::Layout>(mats, m, n, call, options);
+  const auto again =
+      kwsvd::test::run_svd_batch<T, typename TestFixture::Layout>(mats, m, n, call, options);
+  EXPECT_EQ(first.s, again.s);
+  EXPECT_EQ(first.u, again.u);
+  EXPECT_EQ(first.v, again.v);
+  kwsvd::test::expect_accurate(mats, m, n, first, "reused");
+
+  const int lda = m + 3;
+  const long long stride = (long long)lda * n + 5;
+  const auto A = kwsvd::test::to_device_strided(mats, m, n, lda, stride);
+  Kokkos::View<T*> S("S", std::size_t(batch) * n), U("U", std::size_t(batch) * m * n),
+      V("V", std::size_t(batch) * n * n);
+  Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+  kwsvd::batched_svd(Exec(), batch, m, n, A.data(), lda, stride, S.data(), n, U.data(), m,
+                     (long long)m * n, V.data(), n, (long long)n * n, info.data(), options);
+  const auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
+  const auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U);
+  for (int b = 0; b < batch; ++b) {
+    for (int l = 0; l < n; ++l)
+      ASSERT_EQ(hs(std::size_t(b) * n + l), first.s[b][l]);
+    for (int i = 0; i < m * n; ++i)
+      ASSERT_EQ(hu(std::size_t(b) * m * n + i), first.u[b][i]);
+  }
+}
+
+// QrPreprocessing::automatic reduces shapes of at most
+// qr_preprocessing_max_cols columns and rows at least
+// qr_preprocessing_min_aspect times them, not under a workspace limit or
+// level0 = false; always takes every non-square shape of 2
+// columns or more.
+TEST(QrPreprocessingPlan, AutomaticRuleAndRefusedOptions) {
+  using kwsvd::Impl::uses_qr_preprocessing;
+  const int aspect = kwsvd::Impl::qr_preprocessing_min_aspect;
+  kwsvd::SvdOptions automatic, always, never;
+  always.qr = QrPreprocessing::always;
+  never.qr = QrPreprocessing::never;
+  const int most = kwsvd::Impl::qr_preprocessing_max_cols;
+  EXPECT_TRUE(uses_qr_preprocessing(automatic, 16L * aspect, 16));
+  EXPECT_TRUE(uses_qr_preprocessing(automatic, long(most) * aspect, most));
+  EXPECT_TRUE(uses_qr_preprocessing(automatic, most, long(most) * aspect));
+  EXPECT_FALSE(uses_qr_preprocessing(automatic, long(most) * aspect - 1, most));
+  EXPECT_FALSE(uses_qr_preprocessing(automatic, 100L * (most + 1) * aspect, most + 1));
+  EXPECT_TRUE(uses_qr_preprocessing(always, 100L * (most + 1) * aspect, most + 1));
+  EXPECT_FALSE(uses_qr_preprocessing(never, 1000, 10));
+  EXPECT_TRUE(uses_qr_preprocessing(always, 65, 64));
+  EXPECT_FALSE(uses_qr_preprocessing(always, 64, 64));
+  EXPECT_FALSE(uses_qr_preprocessing(always, 100, 1));
+  auto full = automatic;
+  full.full_matrices = true;
+  EXPECT_TRUE(uses_qr_preprocessing(full, 1000, 10));
+  auto blocks = automatic;
+  blocks.level0 = false;
+  EXPECT_FALSE(uses_qr_preprocessing(blocks, 1000, 10));
+  auto limited = automatic;
+  limited.max_workspace_bytes = std::size_t(1) << 30;
+  EXPECT_FALSE(uses_qr_preprocessing(limited, 1000, 10));
+
+  // A shape solved at level 0 stays there under automatic.
+  using Svd = kwsvd::BatchedSvd<Exec, double>;
+  EXPECT_FALSE(Svd(Exec(), 4, 40, 8).qr_preprocessed());
+  EXPECT_TRUE(Svd(Exec(), 4, 40, 8, always).qr_preprocessed());
+
+  auto always_limited = always;
+  always_limited.max_workspace_bytes = std::size_t(1) << 30;
+  const auto limit_message =
+      error_of([&] { kwsvd::BatchedSvd<Exec, double>(Exec(), 2, 90, 20, always_limited); });
+  EXPECT_NE(limit_message.find("max_workspace_bytes"), std::string::npos) << limit_message;
+  const auto variable_message = error_of([&] {
+    kwsvd::VariableBatchedSvd<Exec, double>(Exec(), {kwsvd::MatrixShape{90, 20}}, always);
+  });
+  EXPECT_NE(variable_message.find("VariableBatchedSvd"), std::string::npos) << variable_message;
+  auto bad = automatic;
+  bad.qr = static_cast<QrPreprocessing>(7);
+  const auto enum_message =
+      error_of([&] { kwsvd::BatchedSvd<Exec, double>(Exec(), 2, 90, 20, bad); });
+  EXPECT_NE(enum_message.find("options.qr"), std::string::npos) << enum_message;
+}
+
+}  // namespace
