@@ -12,8 +12,10 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "common/kokkos_events.hpp"
 #include "common/oracle.hpp"
 #include "common/svd_batch.hpp"
 #include "kwsvd/kwsvd.hpp"
@@ -255,6 +257,45 @@ TYPED_TEST(QrPreprocessed, ReusedHandleAndRawPointers) {
       ASSERT_EQ(hs(std::size_t(b) * n + l), first.s[b][l]);
     for (int i = 0; i < m * n; ++i)
       ASSERT_EQ(hu(std::size_t(b) * m * n + i), first.u[b][i]);
+  }
+}
+
+// A reused handle's calls allocate nothing: the factors' buffers and the
+// inner handle are the plan's (factors at level 0, and in the W-cycle's
+// blocks planned for 16 KB of scratch).
+TYPED_TEST(QrPreprocessed, ReusedHandleAllocatesNothing) {
+  using T = typename TestFixture::Scalar;
+  using L = typename TestFixture::Layout;
+  for (const auto& [m, n, scratch] : {std::tuple{90, 20, 0}, std::tuple{260, 60, 16384}}) {
+    SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n));
+    const int batch = 3;
+    std::vector<std::vector<T>> mats;
+    for (int b = 0; b < batch; ++b)
+      mats.push_back(random_matrix<T>(m, n, 61u + b));
+    auto A = kwsvd::test::to_device<T, L>(mats, m, n);
+    Kokkos::View<T***, L> U("U", batch, m, n), V("V", batch, n, n);
+    Kokkos::View<T**, L> S("S", batch, n);
+    Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+    auto options = TestFixture::with_qr();
+    options.block_scratch_bytes = scratch;
+    kwsvd::BatchedSvd<Exec, T> svd(Exec(), batch, m, n, options);
+    ASSERT_TRUE(svd.qr_preprocessed());
+    svd.compute(A, S, U, V, info);  // the first call may set up Kokkos's own buffers
+    for (const bool vectors : {true, false, true}) {
+      kwsvd::test::KokkosEvents events;
+      {
+        kwsvd::test::KokkosEventRecorder recorder(events);
+        if (vectors)
+          svd.compute(A, S, U, V, info);
+        else
+          svd.compute(A, S, info);
+      }
+      EXPECT_TRUE(events.allocations.empty())
+          << (vectors ? "vectors: " : "values: ") << events.allocation_list();
+      auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+      for (int b = 0; b < batch; ++b)
+        EXPECT_EQ(hi(b).converged, 1);
+    }
   }
 }
 
