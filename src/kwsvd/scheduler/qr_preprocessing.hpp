@@ -209,7 +209,7 @@ class QrPreprocessor {
         });
   }
 
-  /// Bytes of the row range of K a matrix takes (its leading dimension).
+  /// K's leading dimension in scalars (M: a matrix's reflectors, column-major).
   std::size_t ldk() const { return std::size_t(M_); }
   int tiles() const { return (r_ + qr_finish_tile_cols - 1) / qr_finish_tile_cols; }
   /// Tiles of the columns past N of a full long side (none unless full).
