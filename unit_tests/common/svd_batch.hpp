@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/kokkos_events.hpp"
 #include "common/oracle.hpp"
 #include "kwsvd/kwsvd.hpp"
 
@@ -325,6 +326,33 @@ int most_sweeps(const InfoView& info) {
   for (std::size_t b = 0; b < h.extent(0); ++b)
     most = std::max(most, h(b).sweeps);
   return most;
+}
+
+/// Calls a handle that has run once already (the first call may set up
+/// Kokkos's own buffers) three more times: with vectors, values only, and
+/// vectors again, each under a KokkosEventRecorder. Checks that no call
+/// allocates and that every matrix converged, then hands each call's events
+/// and its info (on the host) to check(events, host_info, vectors).
+template <class Svd, class AView, class SView, class UView, class VView, class InfoView,
+          class Check>
+void expect_reused_calls_allocate_nothing(Svd& svd, const AView& A, const SView& S, const UView& U,
+                                          const VView& V, const InfoView& info, Check&& check) {
+  for (const bool vectors : {true, false, true}) {
+    KokkosEvents events;
+    {
+      KokkosEventRecorder recorder(events);
+      if (vectors)
+        svd.compute(A, S, U, V, info);
+      else
+        svd.compute(A, S, info);
+    }
+    EXPECT_TRUE(events.allocations.empty())
+        << (vectors ? "vectors: " : "values: ") << events.allocation_list();
+    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
+    for (std::size_t b = 0; b < hi.extent(0); ++b)
+      EXPECT_EQ(hi(b).converged, 1) << "matrix " << b;
+    check(events, hi, vectors);
+  }
 }
 
 }  // namespace kwsvd::test

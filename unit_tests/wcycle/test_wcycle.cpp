@@ -725,34 +725,22 @@ TYPED_TEST(Wcycle, ReusedHandleAllocatesNothingAndReadsBackOnceASweep) {
       EXPECT_EQ(plan.whole_matrices, c.path == Path::whole ? batch : 0);
     }
     svd.compute(A, S, U, V, info);  // the first call may set up Kokkos's own buffers
-    for (const bool vectors : {true, false, true}) {
-      kwsvd::test::KokkosEvents events;
-      {
-        kwsvd::test::KokkosEventRecorder recorder(events);
-        if (vectors)
-          svd.compute(A, S, U, V, info);
-        else
-          svd.compute(A, S, info);
-      }
-      EXPECT_TRUE(events.allocations.empty())
-          << (vectors ? "vectors: " : "values: ") << events.allocation_list();
-      auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), info);
-      for (int b = 0; b < batch; ++b)
-        EXPECT_EQ(hi(b).converged, 1);
-      const int sweeps = kwsvd::test::most_sweeps(hi);  // hi is on the host: no second copy
-      EXPECT_GT(sweeps, 0);
-      // Level 0 and the whole-matrix sweeps decide convergence on the device.
-      const int reads = plan.launch_steps > 0 ? sweeps : 0;
-      EXPECT_LE(events.device_to_host_copies(), reads);
-      EXPECT_LE(events.copies_into_host(), reads);
-      EXPECT_LE(events.largest_copy_into_host(), 64u);
-      EXPECT_LE(int(events.copies.size()), reads);
-      // Waits: one before the parts' streams start (where there are several),
-      // then one per part and sweep for the read; none for level 0 and
-      // matrices swept whole, whose calls are asynchronous.
-      const int waits = plan.launch_steps > 0 ? 1 + plan.instances * sweeps : 0;
-      EXPECT_LE(int(events.fences.size()), waits) << events.fence_list();
-    }
+    kwsvd::test::expect_reused_calls_allocate_nothing(
+        svd, A, S, U, V, info, [&](const kwsvd::test::KokkosEvents& events, const auto& hi, bool) {
+          const int sweeps = kwsvd::test::most_sweeps(hi);  // hi is on the host: no second copy
+          EXPECT_GT(sweeps, 0);
+          // Level 0 and the whole-matrix sweeps decide convergence on the device.
+          const int reads = plan.launch_steps > 0 ? sweeps : 0;
+          EXPECT_LE(events.device_to_host_copies(), reads);
+          EXPECT_LE(events.copies_into_host(), reads);
+          EXPECT_LE(events.largest_copy_into_host(), 64u);
+          EXPECT_LE(int(events.copies.size()), reads);
+          // Waits: one before the parts' streams start (where there are several),
+          // then one per part and sweep for the read; none for level 0 and
+          // matrices swept whole, whose calls are asynchronous.
+          const int waits = plan.launch_steps > 0 ? 1 + plan.instances * sweeps : 0;
+          EXPECT_LE(int(events.fences.size()), waits) << events.fence_list();
+        });
   }
 }
 

@@ -170,11 +170,11 @@ class BatchedSvd {
     using Empty = Kokkos::View<Scalar***, Kokkos::LayoutRight, typename SView::memory_space>;
     const Job inner = Impl::job_computing(short_side, long_side);
     if (short_side && tall)
-      factors_->run(X, S, V, Y, info, inner);
+      factors_->solve(X, S, V, Y, info, inner);
     else if (short_side)
-      factors_->run(X, S, U, Y, info, inner);
+      factors_->solve(X, S, U, Y, info, inner);
     else
-      factors_->run(X, S, Empty(), Y, info, inner);
+      factors_->solve(X, S, Empty(), Y, info, inner);
     qr_.finish(exec_, slots, long_side);
   }
 
@@ -231,7 +231,6 @@ class BatchedSvd {
         "access");
     constexpr const char* fn = "kwsvd::batched_svd";
     const std::size_t batch = std::size_t(batch_), m = std::size_t(m_), n = std::size_t(n_);
-    const std::size_t k = m < n ? m : n;
     Impl::require_extents(fn, "A", {A.extent(0), A.extent(1), A.extent(2)}, {batch, m, n},
                           "(batch, m, n) as planned");
     Impl::require_uniform_values(fn, options_, S, batch, m, n);
@@ -239,6 +238,16 @@ class BatchedSvd {
     if (job != Job::values)
       Impl::require_uniform_vectors(fn, job, options_, U, V, batch, m, n);
     Impl::require_disjoint_svd_storage(fn, A, S, U, V, info, job);
+    solve(A, S, U, V, info, job);
+  }
+
+  // run's work past its checks: run_qr calls it on the inner handle, whose
+  // arguments (the factors' buffers and slices of checked outputs) are right
+  // by construction, so a call checks its arguments once.
+  template <class AView, class SView, class UView, class VView, class InfoView>
+  void solve(const AView& A, const SView& S, const UView& U, const VView& V, const InfoView& info,
+             Job job) {
+    const std::size_t batch = std::size_t(batch_), k = std::size_t(std::min(m_, n_));
     if (batch == 0)
       return;
     if (k == 0) {  // nothing to decompose: report success (a full side is the identity)
