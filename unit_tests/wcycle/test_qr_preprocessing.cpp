@@ -49,7 +49,8 @@ using Cases = kwsvd::test::ScalarLayoutCases;
 TYPED_TEST_SUITE(QrPreprocessed, Cases);
 
 // Tall and wide; the factors solved at level 0 (40 columns) and, planned
-// for 16 KB of scratch, in the W-cycle's blocks (72 columns).
+// for 16 KB of scratch, in the W-cycle's blocks (72 columns). Past
+// qr_panel_cols columns (40 and 72 here) the QR is blocked.
 TYPED_TEST(QrPreprocessed, SixSpectraMeetSeed002Thresholds) {
   using T = typename TestFixture::Scalar;
   const double kappa = sizeof(T) == 8 ? 1e10 : 1e5;
@@ -89,11 +90,12 @@ TYPED_TEST(QrPreprocessed, GradedSpectraTakeFewerSweepsThanTheMatrixItself) {
 }
 
 // The jobs: each side computed alone, values only, and the leading r
-// triplets: the same values as the full job's and singular vectors.
+// triplets: the same values as the full job's and singular vectors; the
+// QR in one panel (30 columns) and blocked (40).
 TYPED_TEST(QrPreprocessed, JobsRankAndValuesOnly) {
   using T = typename TestFixture::Scalar;
   const double bound = TestFixture::bound();
-  for (const auto& [m, n] : {std::pair{120, 30}, std::pair{30, 120}}) {
+  for (const auto& [m, n] : {std::pair{120, 30}, std::pair{30, 120}, std::pair{100, 40}}) {
     const auto mats = kwsvd::test::rank_deficient_batch<T>(m, n);
     const auto full = TestFixture::run(mats, m, n, TestFixture::with_qr());
     kwsvd::test::expect_accurate(mats, m, n, full, "full");
@@ -151,10 +153,12 @@ TYPED_TEST(QrPreprocessed, JobsRankAndValuesOnly) {
 }
 
 // Full U (tall) or V (wide): the thin call's values and first k columns to
-// the bit, the columns past k Q e_j, the whole side orthonormal.
+// the bit, the columns past k Q e_j, the whole side orthonormal; one panel
+// (24 columns) and blocked (40).
 TYPED_TEST(QrPreprocessed, FullLongSideIsOrthonormalAndKeepsTheThinColumns) {
   using T = typename TestFixture::Scalar;
-  for (const auto& [m, n] : {std::pair{100, 24}, std::pair{24, 100}}) {
+  for (const auto& [m, n] :
+       {std::pair{100, 24}, std::pair{24, 100}, std::pair{110, 40}, std::pair{40, 110}}) {
     const auto mats = kwsvd::test::rank_deficient_batch<T>(m, n);
     auto options = TestFixture::with_qr();
     const auto thin = TestFixture::run(mats, m, n, options);
@@ -217,46 +221,49 @@ TYPED_TEST(QrPreprocessed, NonFiniteZeroAndBadlyScaledColumns) {
 }
 
 // A reused handle gives the same bits again and holds what it planned; the
-// raw-pointer form gives the View form's bits.
+// raw-pointer form gives the View form's bits; one panel and blocked.
 TYPED_TEST(QrPreprocessed, ReusedHandleAndRawPointers) {
   using T = typename TestFixture::Scalar;
-  const int m = 90, n = 20, batch = 3;
-  std::vector<std::vector<T>> mats;
-  for (int b = 0; b < batch; ++b)
-    mats.push_back(random_matrix<T>(m, n, 40u + b));
-  const auto options = TestFixture::with_qr();
-  using Svd = kwsvd::BatchedSvd<Exec, T>;
-  EXPECT_EQ(Svd::planned_workspace_bytes(Exec(), batch, m, n, options),
-            Svd(Exec(), batch, m, n, options).workspace_bytes());
-  EXPECT_GT(Svd(Exec(), batch, m, n, options).workspace_bytes(),
-            std::size_t(batch) * m * n * sizeof(T));
-  kwsvd::BatchedSvd<Exec, T> svd(Exec(), batch, m, n, options);
-  const auto call = [&](const auto& A, const auto& S, const auto& U, const auto& V,
-                        const auto& info) { svd.compute(A, S, U, V, info); };
-  const auto first =
-      kwsvd::test::run_svd_batch<T, typename TestFixture::Layout>(mats, m, n, call, options);
-  const auto again =
-      kwsvd::test::run_svd_batch<T, typename TestFixture::Layout>(mats, m, n, call, options);
-  EXPECT_EQ(first.s, again.s);
-  EXPECT_EQ(first.u, again.u);
-  EXPECT_EQ(first.v, again.v);
-  kwsvd::test::expect_accurate(mats, m, n, first, "reused");
+  for (const auto& [m, n] : {std::pair{90, 20}, std::pair{120, 40}}) {
+    SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n));
+    const int batch = 3;
+    std::vector<std::vector<T>> mats;
+    for (int b = 0; b < batch; ++b)
+      mats.push_back(random_matrix<T>(m, n, 40u + b));
+    const auto options = TestFixture::with_qr();
+    using Svd = kwsvd::BatchedSvd<Exec, T>;
+    EXPECT_EQ(Svd::planned_workspace_bytes(Exec(), batch, m, n, options),
+              Svd(Exec(), batch, m, n, options).workspace_bytes());
+    EXPECT_GT(Svd(Exec(), batch, m, n, options).workspace_bytes(),
+              std::size_t(batch) * m * n * sizeof(T));
+    kwsvd::BatchedSvd<Exec, T> svd(Exec(), batch, m, n, options);
+    const auto call = [&](const auto& A, const auto& S, const auto& U, const auto& V,
+                          const auto& info) { svd.compute(A, S, U, V, info); };
+    const auto first =
+        kwsvd::test::run_svd_batch<T, typename TestFixture::Layout>(mats, m, n, call, options);
+    const auto again =
+        kwsvd::test::run_svd_batch<T, typename TestFixture::Layout>(mats, m, n, call, options);
+    EXPECT_EQ(first.s, again.s);
+    EXPECT_EQ(first.u, again.u);
+    EXPECT_EQ(first.v, again.v);
+    kwsvd::test::expect_accurate(mats, m, n, first, "reused");
 
-  const int lda = m + 3;
-  const long long stride = (long long)lda * n + 5;
-  const auto A = kwsvd::test::to_device_strided(mats, m, n, lda, stride);
-  Kokkos::View<T*> S("S", std::size_t(batch) * n), U("U", std::size_t(batch) * m * n),
-      V("V", std::size_t(batch) * n * n);
-  Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
-  kwsvd::batched_svd(Exec(), batch, m, n, A.data(), lda, stride, S.data(), n, U.data(), m,
-                     (long long)m * n, V.data(), n, (long long)n * n, info.data(), options);
-  const auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
-  const auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U);
-  for (int b = 0; b < batch; ++b) {
-    for (int l = 0; l < n; ++l)
-      ASSERT_EQ(hs(std::size_t(b) * n + l), first.s[b][l]);
-    for (int i = 0; i < m * n; ++i)
-      ASSERT_EQ(hu(std::size_t(b) * m * n + i), first.u[b][i]);
+    const int lda = m + 3;
+    const long long stride = (long long)lda * n + 5;
+    const auto A = kwsvd::test::to_device_strided(mats, m, n, lda, stride);
+    Kokkos::View<T*> S("S", std::size_t(batch) * n), U("U", std::size_t(batch) * m * n),
+        V("V", std::size_t(batch) * n * n);
+    Kokkos::View<kwsvd::SvdInfo*> info("info", batch);
+    kwsvd::batched_svd(Exec(), batch, m, n, A.data(), lda, stride, S.data(), n, U.data(), m,
+                       (long long)m * n, V.data(), n, (long long)n * n, info.data(), options);
+    const auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), S);
+    const auto hu = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), U);
+    for (int b = 0; b < batch; ++b) {
+      for (int l = 0; l < n; ++l)
+        ASSERT_EQ(hs(std::size_t(b) * n + l), first.s[b][l]);
+      for (int i = 0; i < m * n; ++i)
+        ASSERT_EQ(hu(std::size_t(b) * m * n + i), first.u[b][i]);
+    }
   }
 }
 

@@ -242,4 +242,97 @@ KOKKOS_INLINE_FUNCTION void apply_compact_wy_to_top_block(const Member& member, 
   });
 }
 
+/// Scalars of team scratch that apply_block_reflector takes for panels of
+/// up to nb reflectors, Tile columns and chunks of `chunk` rows.
+KOKKOS_INLINE_FUNCTION constexpr std::size_t block_reflector_scratch(int nb, int tile, int chunk) {
+  return std::size_t(chunk) * std::size_t(nb + 1) + std::size_t(chunk) * std::size_t(tile + 1) +
+         3 * std::size_t(nb) * std::size_t(tile);
+}
+
+/// Columns [c0, c0 + nc) (nc <= Tile) of C, rows [j0, M), become H C,
+/// where H = I - V T V^T, or its transpose I - V T^T V^T where `transpose`,
+/// is the compact WY form of a panel of nb reflectors that
+/// householder_qr_steps left in K's columns [j0, j0 + nb) (K column-major
+/// with leading dimension ldk; v_l's rows from j0 + l, where K holds its 1)
+/// and compact_wy_factor in T (nb x nb, column-major; only its upper
+/// triangle is read). Three phases, a barrier apart:
+///   Z = V^T C: chunks of `chunk` rows of V and C staged in team scratch
+///     (coalesced down the columns), each entry of Z a lane's compensated
+///     sum (CompensatedSum, as the QR's own dot products) over the chunks;
+///   W = T Z or T^T Z;
+///   each row of C summed in registers, C(r, :) - V(r, :) W.
+/// `scratch`: block_reflector_scratch(nb, Tile, chunk) scalars of the
+/// team's own. The blocked QR's trailing update (H^T on the columns right
+/// of a panel) and its Q applied panel by panel (H): GEMM tiles over many
+/// teams, where householder_qr_steps alone applies every reflector to every
+/// column on one team. Collective over the team; ends with a barrier.
+template <int Tile, class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void apply_block_reflector(const Member& member, int M, int j0, int nb,
+                                                  const Scalar* K, std::size_t ldk, const Scalar* T,
+                                                  bool transpose, const StridedMatrix<Scalar>& C,
+                                                  int c0, int nc, int chunk, Scalar* scratch) {
+  const int ldv = nb + 1, ldc = Tile + 1;  // padded: the column-wise stores spread over banks
+  Scalar* vc = scratch;
+  Scalar* cc = vc + std::size_t(chunk) * ldv;
+  Scalar* z_sum = cc + std::size_t(chunk) * ldc;
+  Scalar* z_error = z_sum + std::size_t(nb) * Tile;
+  Scalar* W = z_error + std::size_t(nb) * Tile;
+  const int pairs = nb * Tile;  // entry (l, j) of Z and W at l Tile + j
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, pairs), [&](const int p) {
+    z_sum[p] = Scalar(0);
+    z_error[p] = Scalar(0);
+  });
+  for (int row0 = j0; row0 < M; row0 += chunk) {
+    const int rows = M - row0 < chunk ? M - row0 : chunk;
+    member.team_barrier();  // the last chunk's reads are done
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, nb * chunk), [&](const int i) {
+      const int l = i / chunk, r = i % chunk, row = row0 + r;
+      vc[r * ldv + l] =
+          r < rows && row >= j0 + l ? K[std::size_t(row) + ldk * std::size_t(j0 + l)] : Scalar(0);
+    });
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, Tile * chunk), [&](const int i) {
+      const int j = i / chunk, r = i % chunk;
+      cc[r * ldc + j] = r < rows && j < nc ? C(row0 + r, c0 + j) : Scalar(0);
+    });
+    member.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, pairs), [&](const int p) {
+      const int l = p / Tile, j = p % Tile;
+      CompensatedSum<Scalar> sum{z_sum[p], z_error[p]};
+      for (int r = 0; r < rows; ++r)
+        sum.add(vc[r * ldv + l] * cc[r * ldc + j]);
+      z_sum[p] = sum.sum;
+      z_error[p] = sum.error;
+    });
+  }
+  member.team_barrier();
+  // W(l, j): T's row l from its diagonal on (T Z), or its column l down to
+  // the diagonal (T^T Z).
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, pairs), [&](const int p) {
+    const int l = p / Tile, j = p % Tile;
+    Scalar sum = 0;
+    for (int q = transpose ? 0 : l; q < (transpose ? l + 1 : nb); ++q) {
+      const Scalar t = transpose ? T[q + std::size_t(nb) * l] : T[l + std::size_t(nb) * q];
+      sum += t * (z_sum[q * Tile + j] + z_error[q * Tile + j]);
+    }
+    W[p] = sum;
+  });
+  member.team_barrier();
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, j0, M), [&](const int r) {
+    Scalar acc[Tile];
+    for (int j = 0; j < Tile; ++j)
+      acc[j] = j < nc ? C(r, c0 + j) : Scalar(0);
+    const int top = r - j0 + 1 < nb ? r - j0 + 1 : nb;  // v_l(r) = 0 for l > r - j0
+    for (int l = 0; l < top; ++l) {
+      const Scalar v = K[std::size_t(r) + ldk * std::size_t(j0 + l)];
+      const Scalar* wl = W + std::size_t(l) * Tile;
+      for (int j = 0; j < Tile; ++j)
+        acc[j] -= v * wl[j];
+    }
+    for (int j = 0; j < Tile; ++j)
+      if (j < nc)
+        C(r, c0 + j) = acc[j];
+  });
+  member.team_barrier();
+}
+
 }  // namespace kwsvd::Impl

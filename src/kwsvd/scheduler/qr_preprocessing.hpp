@@ -6,9 +6,15 @@
 //   factor: a team per matrix loads its working matrix W (A, or A^T when m
 //     < n; M x N, M > N) scaled by a power of two, as the W-cycle does, takes
 //     its Householder QR W = Q [R; 0] in place and writes X = R^T (N x N).
+//     Past qr_panel_cols columns the QR is blocked (LAPACK dgeqrf's
+//     scheme): a team per matrix factors a panel of qr_panel_cols columns,
+//     then a team per matrix and tile of the columns right of it applies the
+//     panel's Q^T to them in the compact WY form, a GEMM over many teams,
+//     and so on panel by panel.
 //   (BatchedSvd: the SVD X = U_X S V_X^T of every factor.)
 //   finish: the long side (U of a tall matrix, V of a wide one) Q [V_X; 0],
-//     a team per matrix and tile of columns, and S unscaled.
+//     a team per matrix and tile of columns (blocked: the panels' Q applied
+//     last panel first), and S unscaled.
 //
 // Jacobi runs on R^T rather than R: R^T R = W^T W, so sweeping R would
 // rotate exactly as sweeping W does, while R R^T is one step of the QR
@@ -34,6 +40,12 @@ constexpr int qr_finish_tile_cols = 8;
 /// Most threads of a factor team (vector lanes over rows, threads over the
 /// trailing columns of a reflector).
 constexpr int qr_factor_threads_max = 16;
+/// Columns of a panel of the blocked QR: a working matrix of more columns
+/// is factored a panel at a time on one team per matrix, each panel's Q^T
+/// applied to the columns right of it by many teams. One team factoring
+/// every column took 2x to 3x the sweeps' time at 256 to 300 columns
+/// (perf_tests/notes/wcycle.md, "QR preprocessing of tall matrices").
+constexpr int qr_panel_cols = 32;
 
 template <class ExecSpace, class Scalar>
 class QrPreprocessor {
@@ -65,11 +77,19 @@ class QrPreprocessor {
     tau_ = alloc.template zeros<Scalar>("kwsvd::qr_tau", b * 2 * N);  // tau, then R's diagonal
     scale_ = alloc.template zeros<Scalar>("kwsvd::qr_scale", b);
     X_ = alloc.template zeros<Scalar>("kwsvd::qr_factor", b * N * N);
+    // The panels' T (panel p's at p pw^2, its leading dimension its width):
+    // for the trailing updates of a blocked QR, and for the long side.
+    const std::size_t pw = std::size_t(panel_cols());
+    if (long_side || panels() > 1)
+      wy_ = alloc.template zeros<Scalar>("kwsvd::qr_wy", b * std::size_t(panels()) * pw * pw);
+    if (panels() > 1)  // which matrices the panels after the first factor
+      finite_ = alloc.template zeros<int>("kwsvd::qr_finite", b);
     if (long_side) {
-      wy_ = alloc.template zeros<Scalar>("kwsvd::qr_wy", b * N * N);
       Y_ = alloc.template zeros<Scalar>("kwsvd::qr_right_vectors", b * N * std::size_t(r));
-      zw_ = alloc.template zeros<Scalar>(
-          "kwsvd::qr_tiles", b * std::size_t(tiles() + full_tiles()) * 2 * N * qr_finish_tile_cols);
+      if (panels() == 1)  // a blocked QR's finish keeps its tiles in team scratch
+        zw_ = alloc.template zeros<Scalar>(
+            "kwsvd::qr_tiles",
+            b * std::size_t(tiles() + full_tiles()) * 2 * N * qr_finish_tile_cols);
     }
   }
 
@@ -91,7 +111,7 @@ class QrPreprocessor {
   void factor(const ExecSpace& exec, const Slots& slots) const {
     using Policy = Kokkos::TeamPolicy<ExecSpace>;
     using Member = typename Policy::member_type;
-    const int M = M_, N = N_;
+    const int M = M_, N = N_, P = panels(), pw = panel_cols();
     const bool transposed = transposed_, long_side = long_side_;
     const std::size_t ldk = this->ldk();
     Scalar* K = K_.data();
@@ -99,6 +119,9 @@ class QrPreprocessor {
     Scalar* scale = scale_.data();
     Scalar* X = X_.data();
     Scalar* wy = wy_.data();
+    int* finite_flags = finite_.data();
+    const std::size_t panel_wy = std::size_t(pw) * std::size_t(pw);
+    // The first panel (every column when P = 1) on the load's team.
     const auto body = KOKKOS_LAMBDA(const Member& member) {
       const int b = member.league_rank();
       const StridedMatrix<const Scalar> a = slots(b).a;
@@ -109,6 +132,8 @@ class QrPreprocessor {
           member, M, N, [&](const int r, const int c) { return transposed ? a(c, r) : a(r, c); },
           Kb, ldk);
       const bool finite = amax < scalar_limits<Scalar>::infinity();
+      if (P > 1)
+        Kokkos::single(Kokkos::PerTeam(member), [&]() { finite_flags[b] = finite ? 1 : 0; });
       if (!finite) {  // no factor: NaN in X is what the inner SVD reports
         const Scalar nan = quiet_nan<Scalar>();
         Kokkos::parallel_for(Kokkos::TeamVectorRange(member, N * N),
@@ -127,21 +152,13 @@ class QrPreprocessor {
       Kokkos::single(Kokkos::PerTeam(member), [&]() { scale[b] = s; });
       member.team_barrier();
       Scalar* beta = tb + N;  // R's diagonal
-      householder_qr_steps(member, Kb, ldk, M, N, tb, beta);
-      // X(i, j) = R(j, i), row-major (a LayoutRight View): X[i N + j]; R
-      // above its diagonal is K's, below it zero.
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int i) {
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N), [&](const int j) {
-          xb[std::size_t(i) * std::size_t(N) + std::size_t(j)] =
-              j < i    ? Kb[std::size_t(j) + ldk * std::size_t(i)]
-              : j == i ? beta[i]
-                       : Scalar(0);
-        });
-      });
-      if (long_side) {
+      const int width = P == 1 ? N : pw;
+      householder_qr_steps(member, Kb, ldk, M, width, tb, beta);
+      if (P == 1)
+        write_factor(member, Kb, ldk, beta, N, xb);
+      if (long_side || P > 1) {
         member.team_barrier();
-        compact_wy_factor(member, Kb, ldk, M, N, tb,
-                          wy + std::size_t(b) * std::size_t(N) * std::size_t(N));
+        compact_wy_factor(member, Kb, ldk, M, width, tb, wy + std::size_t(b) * P * panel_wy);
       }
     };
     const int lanes = std::min(32, vector_length_max<ExecSpace>());
@@ -150,6 +167,69 @@ class QrPreprocessor {
                qr_factor_threads_max,
                Policy(exec, int(batch_), 1, lanes).team_size_max(body, Kokkos::ParallelForTag())));
     Kokkos::parallel_for("kwsvd::qr_factor", Policy(exec, int(batch_), threads, lanes), body);
+    // The blocked QR's further panels: panel p - 1's Q^T on the columns
+    // right of it, a team per matrix and tile of them, then panel p factored
+    // on a team per matrix; the last one writes X.
+    constexpr int tile = qr_finish_tile_cols;
+    using Scratch = TeamScratch<ExecSpace, Scalar>;
+    const int chunk = reflector_chunk_rows();
+    const std::size_t zw_count = block_reflector_scratch(pw, tile, chunk);
+    for (int p = 1; p < P; ++p) {
+      const int j0 = p * pw, width = std::min(pw, N - j0), prev = j0 - pw;
+      const int trailing = (N - j0 + tile - 1) / tile;
+      Kokkos::parallel_for(
+          "kwsvd::qr_trailing_update",
+          Policy(exec, int(batch_) * trailing, Kokkos::AUTO, lanes)
+              .set_scratch_size(0, Kokkos::PerTeam(int(Scratch::shmem_size(zw_count)))),
+          KOKKOS_LAMBDA(const Member& member) {
+            const int b = member.league_rank() / trailing, q = member.league_rank() % trailing;
+            if (finite_flags[b] == 0)
+              return;
+            Scalar* Kb = K + std::size_t(b) * ldk * std::size_t(N);
+            const StridedMatrix<Scalar> k_matrix{Kb, M, N, 1, std::ptrdiff_t(ldk)};
+            Scratch zw(member.team_scratch(0), zw_count);
+            const int c0 = j0 + q * tile, nc = std::min(tile, N - c0);
+            apply_block_reflector<tile>(member, M, prev, pw, Kb, ldk,
+                                        wy + std::size_t(b) * P * panel_wy + (p - 1) * panel_wy,
+                                        true, k_matrix, c0, nc, chunk, zw.data());
+          });
+      const bool last = p == P - 1;
+      const bool keep_wy = long_side || !last;
+      const auto panel = KOKKOS_LAMBDA(const Member& member) {
+        const int b = member.league_rank();
+        if (finite_flags[b] == 0)
+          return;
+        Scalar* Kb = K + std::size_t(b) * ldk * std::size_t(N);
+        Scalar* tb = tau + std::size_t(b) * 2 * std::size_t(N);
+        Scalar* kp = Kb + std::size_t(j0) + ldk * std::size_t(j0);
+        householder_qr_steps(member, kp, ldk, M - j0, width, tb + j0, tb + N + j0);
+        if (last)
+          write_factor(member, Kb, ldk, tb + N, N,
+                       X + std::size_t(b) * std::size_t(N) * std::size_t(N));
+        if (keep_wy) {
+          member.team_barrier();
+          compact_wy_factor(member, kp, ldk, M - j0, width, tb + j0,
+                            wy + std::size_t(b) * P * panel_wy + p * panel_wy);
+        }
+      };
+      Kokkos::parallel_for("kwsvd::qr_panel", Policy(exec, int(batch_), threads, lanes), panel);
+    }
+  }
+
+  /// X = R^T, row-major (a LayoutRight View): X[i N + j] = R(j, i); R above
+  /// its diagonal is K's, its diagonal `beta`, below it zero.
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION static void write_factor(const Member& member, const Scalar* Kb,
+                                                  std::size_t ldk, const Scalar* beta, int N,
+                                                  Scalar* xb) {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int i) {
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, N), [&](const int j) {
+        xb[std::size_t(i) * std::size_t(N) + std::size_t(j)] =
+            j < i    ? Kb[std::size_t(j) + ldk * std::size_t(i)]
+            : j == i ? beta[i]
+                     : Scalar(0);
+      });
+    });
   }
 
   /// After the inner SVD: S unscaled, and where `long_side` (the call
@@ -185,6 +265,10 @@ class QrPreprocessor {
     // full_tiles): under full_matrices, columns N .. M - 1, Q e_j (with the
     // first N the same bits as a thin call's).
     const int per_matrix = tiles + full_tiles();
+    if (panels() > 1) {
+      finish_blocked(exec, slots);
+      return;
+    }
     Kokkos::parallel_for(
         "kwsvd::qr_finish", Policy(exec, int(batch_) * per_matrix, Kokkos::AUTO, lanes),
         KOKKOS_LAMBDA(const Member& member) {
@@ -209,9 +293,77 @@ class QrPreprocessor {
         });
   }
 
+  /// finish's long side after a blocked QR: each team's tile of columns set
+  /// to [V_X; 0] (or e_j past N), then the panels' Q applied to it in place,
+  /// the last panel first: Q = Q_0 Q_1 ... Q_{P-1}.
+  template <class Slots>
+  void finish_blocked(const ExecSpace& exec, const Slots& slots) const {
+    using Policy = Kokkos::TeamPolicy<ExecSpace>;
+    using Member = typename Policy::member_type;
+    using Scratch = TeamScratch<ExecSpace, Scalar>;
+    constexpr int tile = qr_finish_tile_cols;
+    const int M = M_, N = N_, r = r_, tiles = this->tiles(), P = panels(), pw = panel_cols();
+    const bool transposed = transposed_;
+    const std::size_t ldk = this->ldk(), panel_wy = std::size_t(pw) * std::size_t(pw);
+    const int chunk = reflector_chunk_rows();
+    const std::size_t zw_count = block_reflector_scratch(pw, tile, chunk);
+    const Scalar* K = K_.data();
+    const Scalar* scale = scale_.data();
+    const Scalar* wy = wy_.data();
+    const Scalar* Y = Y_.data();
+    const int per_matrix = tiles + full_tiles();
+    const int lanes = std::min(32, vector_length_max<ExecSpace>());
+    Kokkos::parallel_for(
+        "kwsvd::qr_finish_blocked",
+        Policy(exec, int(batch_) * per_matrix, Kokkos::AUTO, lanes)
+            .set_scratch_size(0, Kokkos::PerTeam(int(Scratch::shmem_size(zw_count)))),
+        KOKKOS_LAMBDA(const Member& member) {
+          const int t = member.league_rank(), b = t / per_matrix, q = t % per_matrix;
+          if (q == 0) {
+            const MatrixSlot<Scalar> slot = slots(b);
+            const Scalar inv = Scalar(1) / scale[b];
+            Kokkos::parallel_for(Kokkos::TeamVectorRange(member, slot.s_count),
+                                 [&](const int l) { slot.s[l * slot.s_stride] *= inv; });
+          }
+          const StridedMatrix<Scalar> out = working_left_side(slots(b), transposed);
+          const Scalar* Kb = K + std::size_t(b) * ldk * std::size_t(N);
+          const Scalar* yb = Y + std::size_t(b) * std::size_t(N) * std::size_t(r);
+          const bool thin = q < tiles;
+          const int c0 = thin ? q * tile : N + (q - tiles) * tile;
+          const int nc = std::min(tile, (thin ? r : M) - c0);
+          Kokkos::parallel_for(Kokkos::TeamVectorRange(member, M), [&](const int row) {
+            for (int j = 0; j < nc; ++j)
+              out(row, c0 + j) = thin ? (row < N ? yb[row + std::size_t(N) * (c0 + j)] : Scalar(0))
+                                      : (row == c0 + j ? Scalar(1) : Scalar(0));
+          });
+          member.team_barrier();
+          Scratch zw(member.team_scratch(0), zw_count);
+          for (int p = P - 1; p >= 0; --p)
+            apply_block_reflector<tile>(member, M, p * pw, std::min(pw, N - p * pw), Kb, ldk,
+                                        wy + std::size_t(b) * P * panel_wy + p * panel_wy, false,
+                                        out, c0, nc, chunk, zw.data());
+        });
+  }
+
+  /// Rows of a chunk of apply_block_reflector's team scratch: 64, or fewer
+  /// where the execution space's level-0 scratch is smaller than that needs
+  /// (26 KB in double for panels of 32 columns).
+  int reflector_chunk_rows() const {
+    using Scratch = TeamScratch<ExecSpace, Scalar>;
+    const std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
+    int chunk = 64;
+    while (chunk > 1 && Scratch::shmem_size(block_reflector_scratch(
+                            panel_cols(), qr_finish_tile_cols, chunk)) > limit)
+      chunk /= 2;
+    return chunk;
+  }
+
   /// K's leading dimension in scalars (M: a matrix's reflectors, column-major).
   std::size_t ldk() const { return std::size_t(M_); }
   int tiles() const { return (r_ + qr_finish_tile_cols - 1) / qr_finish_tile_cols; }
+  /// Columns of a panel of the QR (all N when it is not blocked), and panels.
+  int panel_cols() const { return std::min(N_, qr_panel_cols); }
+  int panels() const { return N_ > 0 ? (N_ + panel_cols() - 1) / panel_cols() : 0; }
   /// Tiles of the columns past N of a full long side (none unless full).
   int full_tiles() const {
     return full_ ? (M_ - N_ + qr_finish_tile_cols - 1) / qr_finish_tile_cols : 0;
@@ -223,6 +375,7 @@ class QrPreprocessor {
   bool transposed_ = false, long_side_ = false, full_ = false;
   typename WorkspaceAllocator<memory_space>::template Buffer<Scalar> K_, tau_, scale_, X_, wy_, Y_,
       zw_;
+  typename WorkspaceAllocator<memory_space>::template Buffer<int> finite_;
 };
 
 }  // namespace kwsvd::Impl
