@@ -295,8 +295,10 @@ TYPED_TEST(QrPreprocessed, ReusedHandleAllocatesNothing) {
 
 // QrPreprocessing::automatic reduces shapes of at most
 // qr_preprocessing_max_cols columns and rows at least
-// qr_preprocessing_min_aspect times them, not under a workspace limit or
-// level0 = false; always takes every non-square shape of 2
+// qr_preprocessing_min_aspect times them and, past them (the blocked QR),
+// of at most qr_blocked_max_cols columns and rows at least
+// qr_blocked_min_aspect times them, by scalar type; not under a workspace
+// limit or level0 = false. always takes every non-square shape of 2
 // columns or more.
 TEST(QrPreprocessingPlan, AutomaticRuleAndRefusedOptions) {
   using kwsvd::Impl::uses_qr_preprocessing;
@@ -305,25 +307,40 @@ TEST(QrPreprocessingPlan, AutomaticRuleAndRefusedOptions) {
   always.qr = QrPreprocessing::always;
   never.qr = QrPreprocessing::never;
   const int most = kwsvd::Impl::qr_preprocessing_max_cols;
-  EXPECT_TRUE(uses_qr_preprocessing(automatic, 16L * aspect, 16));
-  EXPECT_TRUE(uses_qr_preprocessing(automatic, long(most) * aspect, most));
-  EXPECT_TRUE(uses_qr_preprocessing(automatic, most, long(most) * aspect));
-  EXPECT_FALSE(uses_qr_preprocessing(automatic, long(most) * aspect - 1, most));
-  EXPECT_FALSE(uses_qr_preprocessing(automatic, 100L * (most + 1) * aspect, most + 1));
-  EXPECT_TRUE(uses_qr_preprocessing(always, 100L * (most + 1) * aspect, most + 1));
-  EXPECT_FALSE(uses_qr_preprocessing(never, 1000, 10));
-  EXPECT_TRUE(uses_qr_preprocessing(always, 65, 64));
-  EXPECT_FALSE(uses_qr_preprocessing(always, 64, 64));
-  EXPECT_FALSE(uses_qr_preprocessing(always, 100, 1));
+  EXPECT_TRUE(uses_qr_preprocessing<double>(automatic, 16L * aspect, 16));
+  EXPECT_TRUE(uses_qr_preprocessing<float>(automatic, long(most) * aspect, most));
+  EXPECT_TRUE(uses_qr_preprocessing<double>(automatic, most, long(most) * aspect));
+  EXPECT_FALSE(uses_qr_preprocessing<double>(automatic, long(most) * aspect - 1, most));
+  // Past one panel: double from 5 rows a column to 300 columns, float from
+  // 8 to 128.
+  const auto blocked = [&](auto scalar, long rows, long cols) {
+    return uses_qr_preprocessing<decltype(scalar)>(automatic, rows, cols);
+  };
+  constexpr int double_aspect = kwsvd::Impl::qr_blocked_min_aspect<double>();
+  constexpr int float_aspect = kwsvd::Impl::qr_blocked_min_aspect<float>();
+  constexpr int double_most = kwsvd::Impl::qr_blocked_max_cols<double>();
+  constexpr int float_most = kwsvd::Impl::qr_blocked_max_cols<float>();
+  EXPECT_TRUE(blocked(0.0, long(most + 1) * double_aspect, most + 1));
+  EXPECT_FALSE(blocked(0.0, long(most + 1) * double_aspect - 1, most + 1));
+  EXPECT_TRUE(blocked(0.0, long(double_most) * double_aspect, double_most));
+  EXPECT_FALSE(blocked(0.0, 100L * (double_most + 1), double_most + 1));
+  EXPECT_TRUE(blocked(0.0f, long(float_most) * float_aspect, float_most));
+  EXPECT_FALSE(blocked(0.0f, long(float_most) * float_aspect - 1, float_most));
+  EXPECT_FALSE(blocked(0.0f, 100L * (float_most + 1), float_most + 1));
+  EXPECT_TRUE(uses_qr_preprocessing<double>(always, 100L * (double_most + 1), double_most + 1));
+  EXPECT_FALSE(uses_qr_preprocessing<double>(never, 1000, 10));
+  EXPECT_TRUE(uses_qr_preprocessing<float>(always, 65, 64));
+  EXPECT_FALSE(uses_qr_preprocessing<float>(always, 64, 64));
+  EXPECT_FALSE(uses_qr_preprocessing<double>(always, 100, 1));
   auto full = automatic;
   full.full_matrices = true;
-  EXPECT_TRUE(uses_qr_preprocessing(full, 1000, 10));
+  EXPECT_TRUE(uses_qr_preprocessing<double>(full, 1000, 10));
   auto blocks = automatic;
   blocks.level0 = false;
-  EXPECT_FALSE(uses_qr_preprocessing(blocks, 1000, 10));
+  EXPECT_FALSE(uses_qr_preprocessing<double>(blocks, 1000, 10));
   auto limited = automatic;
   limited.max_workspace_bytes = std::size_t(1) << 30;
-  EXPECT_FALSE(uses_qr_preprocessing(limited, 1000, 10));
+  EXPECT_FALSE(uses_qr_preprocessing<double>(limited, 1000, 10));
 
   // A shape solved at level 0 stays there under automatic.
   using Svd = kwsvd::BatchedSvd<Exec, double>;

@@ -110,6 +110,12 @@ class QrPreprocessor {
   template <class Slots>
   void factor(const ExecSpace& exec, const Slots& slots) const {
     using Policy = Kokkos::TeamPolicy<ExecSpace>;
+    // The factor teams (at most qr_factor_threads_max x 32 lanes) with two
+    // to an SM: at most 64 registers a thread on a GPU, which the float
+    // factor overran (70) once the blocked QR's code joined it, halving its
+    // occupancy (float 1000 x 16 x 1000: 0.97 -> 1.44 ms on the H200).
+    using FactorPolicy =
+        Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<qr_factor_threads_max * 32, 2>>;
     using Member = typename Policy::member_type;
     const int M = M_, N = N_, P = panels(), pw = panel_cols();
     const bool transposed = transposed_, long_side = long_side_;
@@ -163,10 +169,9 @@ class QrPreprocessor {
     };
     const int lanes = std::min(32, vector_length_max<ExecSpace>());
     const int threads = std::max(
-        1, std::min(
-               qr_factor_threads_max,
-               Policy(exec, int(batch_), 1, lanes).team_size_max(body, Kokkos::ParallelForTag())));
-    Kokkos::parallel_for("kwsvd::qr_factor", Policy(exec, int(batch_), threads, lanes), body);
+        1, std::min(qr_factor_threads_max, FactorPolicy(exec, int(batch_), 1, lanes)
+                                               .team_size_max(body, Kokkos::ParallelForTag())));
+    Kokkos::parallel_for("kwsvd::qr_factor", FactorPolicy(exec, int(batch_), threads, lanes), body);
     // The blocked QR's further panels: panel p - 1's Q^T on the columns
     // right of it, a team per matrix and tile of them, then panel p factored
     // on a team per matrix; the last one writes X.
@@ -188,7 +193,7 @@ class QrPreprocessor {
             Scalar* Kb = K + std::size_t(b) * ldk * std::size_t(N);
             const StridedMatrix<Scalar> k_matrix{Kb, M, N, 1, std::ptrdiff_t(ldk)};
             Scratch zw(member.team_scratch(0), zw_count);
-            const int c0 = j0 + q * tile, nc = std::min(tile, N - c0);
+            const int c0 = j0 + q * tile, nc = N - c0 < tile ? N - c0 : tile;
             apply_block_reflector<tile>(member, M, prev, pw, Kb, ldk,
                                         wy + std::size_t(b) * P * panel_wy + (p - 1) * panel_wy,
                                         true, k_matrix, c0, nc, chunk, zw.data());
@@ -212,7 +217,8 @@ class QrPreprocessor {
                             wy + std::size_t(b) * P * panel_wy + p * panel_wy);
         }
       };
-      Kokkos::parallel_for("kwsvd::qr_panel", Policy(exec, int(batch_), threads, lanes), panel);
+      Kokkos::parallel_for("kwsvd::qr_panel", FactorPolicy(exec, int(batch_), threads, lanes),
+                           panel);
     }
   }
 
@@ -330,7 +336,7 @@ class QrPreprocessor {
           const Scalar* yb = Y + std::size_t(b) * std::size_t(N) * std::size_t(r);
           const bool thin = q < tiles;
           const int c0 = thin ? q * tile : N + (q - tiles) * tile;
-          const int nc = std::min(tile, (thin ? r : M) - c0);
+          const int end = thin ? r : M, nc = end - c0 < tile ? end - c0 : tile;
           Kokkos::parallel_for(Kokkos::TeamVectorRange(member, M), [&](const int row) {
             for (int j = 0; j < nc; ++j)
               out(row, c0 + j) = thin ? (row < N ? yb[row + std::size_t(N) * (c0 + j)] : Scalar(0))
@@ -339,9 +345,9 @@ class QrPreprocessor {
           member.team_barrier();
           Scratch zw(member.team_scratch(0), zw_count);
           for (int p = P - 1; p >= 0; --p)
-            apply_block_reflector<tile>(member, M, p * pw, std::min(pw, N - p * pw), Kb, ldk,
-                                        wy + std::size_t(b) * P * panel_wy + p * panel_wy, false,
-                                        out, c0, nc, chunk, zw.data());
+            apply_block_reflector<tile>(member, M, p * pw, N - p * pw < pw ? N - p * pw : pw, Kb,
+                                        ldk, wy + std::size_t(b) * P * panel_wy + p * panel_wy,
+                                        false, out, c0, nc, chunk, zw.data());
         });
   }
 

@@ -2,46 +2,74 @@
 // Which shapes BatchedSvd reduces to their triangular factor first under
 // QrPreprocessing::automatic (SvdOptions::qr). A sweep of one-sided
 // Jacobi costs about M N^2 on an M x N working matrix; after the QR it
-// costs N^3. The QR (kernels/householder_qr_team.hpp) runs one team a
-// matrix, a reflector at a time, and the product Q [V_R; 0] a team per tile
-// of columns, while the W-cycle spreads a tall matrix's rows over many
-// teams: so the QR pays for few columns and many rows.
+// costs N^3. The QR (kernels/householder_qr_team.hpp) runs a panel of 32
+// columns at a time on one team a matrix, a reflector at a time, and the
+// panels' trailing updates and the product Q [V_R; 0] as GEMM tiles over
+// many teams, while the W-cycle spreads a tall matrix's rows over many
+// teams: so the QR pays for many rows per column.
 //
 // Measured in perf_svd_suite on an H200 (QrPreprocessing::always against
 // never, same binary; perf_tests/notes/wcycle.md, "QR preprocessing of tall
-// matrices"), double / float:
+// matrices" and "The blocked QR past 32 columns"), double / float:
 //   n = 4..24: 10000 x 4 x 100 -84 / -85%, 1000 x 8 x 1000 -77 / -25%,
 //     384 x 16 x 1000 -37 / +1%, 500 x 16 -41 / -7%, 1000 x 16 -47 / -40%,
 //     480 x 24 x 1000 -47 / -37%, 300 x 16 -2 / +9%, 200 x 16 -12 / +48%;
 //   n = 32: 768 x 32 x 100 -31 / -23%, 2001 x 32 x 100 -21 / -30%, 500 x 32
 //     x 1000 -13 / +7%, 1000 x 32 x 1000 +3 / +4%, 128 x 32 +9 / +46%;
-//   n = 64: 1000 x 64 x 100 +3 / -10%, 2000 x 64 +34 / +23%; n = 100 +19 to
-//     +53%; n = 256, 300 +105 to +217% (the one-team QR's N steps).
-// Shapes solved by the level-0 kernel as they are stay there: their sweeps
-// run in scratch, where the rows cost little.
+//   past 32 columns, the blocked QR (panels of 32, the trailing updates and
+//   Q as GEMM tiles over many teams): n = 48: 768 x 48 x 1000 -10 / +20%,
+//     2000 x 48 x 100 -23 / -26%; n = 64 x 100: 256 rows -5 / -9%, 512 -13
+//     / -9%, 1000 -22 / -22%, 2000 -12 / -10%; n = 100 x 100: 200 rows +9 /
+//     +19%, 300 +1 / +8%, 500 -8 / -4%, 999 -23 / -13%; 333 x 77 x 500 0 /
+//     +13%; n = 128 x 100: 512 rows -2 / +14%, 1000 -16 / +1%; n = 256 x 20:
+//     512 to 1024 rows +8 to +17 / +31 to +38%; n = 300: 900 x 50 -5 /
+//     +12%, 1000 x 50 -12 / +14%, 2000 x 20 -15 / +10%.
+// The factor's sweeps cost about N^3 against M N^2, the QR about M N^2 at
+// a lower rate: so it pays from an aspect that grows as the W-cycle gets
+// more efficient per row (float more than double; 256 columns at batch 20
+// more than 300 at 50). Shapes solved by the level-0 kernel as they are
+// stay there: their sweeps run in scratch, where the rows cost little.
 
 #include "kwsvd/api/options.hpp"
 
 namespace kwsvd::Impl {
 
-/// Rows per column from which a working matrix is reduced to its factor.
+/// Rows per column from which a working matrix of at most
+/// qr_preprocessing_max_cols columns (one panel of the QR) is reduced to its
+/// factor.
 constexpr int qr_preprocessing_min_aspect = 16;
-/// Most columns of a working matrix reduced to its factor.
+/// Most columns of a working matrix reduced under the one-panel rule.
 constexpr int qr_preprocessing_max_cols = 32;
+/// Past qr_preprocessing_max_cols columns (the blocked QR): the most
+/// columns, and the rows per column from which the QR is taken, by scalar
+/// type (double 5 x to 300 columns, float 8 x to 128).
+template <class Scalar>
+constexpr int qr_blocked_max_cols() {
+  return sizeof(Scalar) >= 8 ? 300 : 128;
+}
+template <class Scalar>
+constexpr int qr_blocked_min_aspect() {
+  return sizeof(Scalar) >= 8 ? 5 : 8;
+}
 
-/// Whether a batch of m x n matrices, not solved at level 0, is solved
-/// through the QR of its working matrix under `options`. SvdOptions::level0
-/// = false (every matrix through the W-cycle's blocks, for tests and
-/// comparisons) keeps automatic from it.
+/// Whether a batch of m x n matrices of Scalar, not solved at level 0, is
+/// solved through the QR of its working matrix under `options`.
+/// SvdOptions::level0 = false (every matrix through the W-cycle's blocks,
+/// for tests and comparisons) keeps automatic from it.
+template <class Scalar>
 inline bool uses_qr_preprocessing(const SvdOptions& options, long m, long n) {
   const long rows = m > n ? m : n, cols = m > n ? n : m;
   if (cols < 2 || rows == cols)
     return false;
   if (options.qr == QrPreprocessing::always)
     return true;
-  return options.qr == QrPreprocessing::automatic && options.level0 &&
-         options.max_workspace_bytes == 0 && cols <= qr_preprocessing_max_cols &&
-         rows >= long(qr_preprocessing_min_aspect) * cols;
+  if (options.qr != QrPreprocessing::automatic || !options.level0 ||
+      options.max_workspace_bytes != 0)
+    return false;
+  if (cols <= qr_preprocessing_max_cols)
+    return rows >= long(qr_preprocessing_min_aspect) * cols;
+  return cols <= qr_blocked_max_cols<Scalar>() &&
+         rows >= long(qr_blocked_min_aspect<Scalar>()) * cols;
 }
 
 }  // namespace kwsvd::Impl
