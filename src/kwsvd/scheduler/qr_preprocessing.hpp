@@ -353,7 +353,7 @@ class QrPreprocessor {
 
   /// Rows of a chunk of apply_block_reflector's team scratch: 64, or fewer
   /// where the execution space's level-0 scratch is smaller than that needs
-  /// (26 KB in double for panels of 32 columns).
+  /// (27 KB in double for panels of 32 columns).
   int reflector_chunk_rows() const {
     using Scratch = TeamScratch<ExecSpace, Scalar>;
     const std::size_t limit = std::size_t(team_scratch_bytes_max<ExecSpace>());
