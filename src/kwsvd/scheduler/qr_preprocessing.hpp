@@ -84,6 +84,7 @@ class QrPreprocessor {
       wy_ = alloc.template zeros<Scalar>("kwsvd::qr_wy", b * std::size_t(panels()) * pw * pw);
     if (panels() > 1)  // which matrices the panels after the first factor
       finite_ = alloc.template zeros<int>("kwsvd::qr_finite", b);
+    chunk_ = panels() > 1 ? reflector_chunk_rows() : 0;  // planned once, not per call
     if (long_side) {
       Y_ = alloc.template zeros<Scalar>("kwsvd::qr_right_vectors", b * N * std::size_t(r));
       if (panels() == 1)  // a blocked QR's finish keeps its tiles in team scratch
@@ -177,7 +178,7 @@ class QrPreprocessor {
     // on a team per matrix; the last one writes X.
     constexpr int tile = qr_finish_tile_cols;
     using Scratch = TeamScratch<ExecSpace, Scalar>;
-    const int chunk = reflector_chunk_rows();
+    const int chunk = chunk_;
     const std::size_t zw_count = block_reflector_scratch(pw, tile, chunk);
     for (int p = 1; p < P; ++p) {
       const int j0 = p * pw, width = std::min(pw, N - j0), prev = j0 - pw;
@@ -311,7 +312,7 @@ class QrPreprocessor {
     const int M = M_, N = N_, r = r_, tiles = this->tiles(), P = panels(), pw = panel_cols();
     const bool transposed = transposed_;
     const std::size_t ldk = this->ldk(), panel_wy = std::size_t(pw) * std::size_t(pw);
-    const int chunk = reflector_chunk_rows();
+    const int chunk = chunk_;
     const std::size_t zw_count = block_reflector_scratch(pw, tile, chunk);
     const Scalar* K = K_.data();
     const Scalar* scale = scale_.data();
@@ -378,6 +379,7 @@ class QrPreprocessor {
  private:
   long batch_ = 0;
   int M_ = 0, N_ = 0, r_ = 0;
+  int chunk_ = 0;  // apply_block_reflector's rows a chunk (reflector_chunk_rows; blocked QR only)
   bool transposed_ = false, long_side_ = false, full_ = false;
   typename WorkspaceAllocator<memory_space>::template Buffer<Scalar> K_, tau_, scale_, X_, wy_, Y_,
       zw_;
