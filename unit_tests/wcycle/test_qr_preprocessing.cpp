@@ -297,9 +297,13 @@ TYPED_TEST(QrPreprocessed, ReusedHandleAllocatesNothing) {
 // qr_preprocessing_max_cols columns and rows at least
 // qr_preprocessing_min_aspect times them and, past them (the blocked QR),
 // of at most qr_blocked_max_cols columns and rows at least
-// qr_blocked_min_aspect times them, by scalar type; not under a workspace
-// limit or level0 = false. always takes every non-square shape of 2
-// columns or more.
+// qr_blocked_min_aspect times them, by scalar type; a panel past
+// qr_light_panel_max_bytes or the blocked QR only from qr_heavy_min_batch
+// matrices (in double, from qr_heavy_full_device_batch only up to
+// qr_heavy_full_device_max_aspect rows a column), and float past
+// qr_float_narrow_cols columns only up to qr_float_max_batch matrices; not
+// under a workspace limit or level0 = false. always takes every non-square
+// shape of 2 columns or more.
 TEST(QrPreprocessingPlan, AutomaticRuleAndRefusedOptions) {
   using kwsvd::Impl::uses_qr_preprocessing;
   const int aspect = kwsvd::Impl::qr_preprocessing_min_aspect;
@@ -307,45 +311,75 @@ TEST(QrPreprocessingPlan, AutomaticRuleAndRefusedOptions) {
   always.qr = QrPreprocessing::always;
   never.qr = QrPreprocessing::never;
   const int most = kwsvd::Impl::qr_preprocessing_max_cols;
-  EXPECT_TRUE(uses_qr_preprocessing<double>(automatic, 16L * aspect, 16));
-  EXPECT_TRUE(uses_qr_preprocessing<float>(automatic, long(most) * aspect, most));
-  EXPECT_TRUE(uses_qr_preprocessing<double>(automatic, most, long(most) * aspect));
-  EXPECT_FALSE(uses_qr_preprocessing<double>(automatic, long(most) * aspect - 1, most));
-  // Past one panel: double from 5 rows a column to 300 columns, float from
-  // 8 to 128.
-  const auto blocked = [&](auto scalar, long rows, long cols) {
-    return uses_qr_preprocessing<decltype(scalar)>(automatic, rows, cols);
+  const auto takes = [&](auto scalar, long batch, long rows, long cols) {
+    return uses_qr_preprocessing<decltype(scalar)>(automatic, batch, rows, cols);
   };
+  // One light panel: from a single matrix, in both orientations.
+  EXPECT_TRUE(takes(0.0, 1, 16L * aspect, 16));
+  EXPECT_TRUE(takes(0.0, 1000, most, long(most) * aspect));
+  EXPECT_TRUE(takes(0.0f, 1, long(most) * aspect, most));
+  EXPECT_FALSE(takes(0.0, 1, long(most) * aspect - 1, most));
+  // A heavy panel (double 2001 x 32 is 500 KiB): from 100 matrices, and at
+  // 300 or more only up to 32 rows a column.
+  constexpr long heavy_batch = kwsvd::Impl::qr_heavy_min_batch;
+  constexpr long full_batch = kwsvd::Impl::qr_heavy_full_device_batch;
+  constexpr long tall = kwsvd::Impl::qr_heavy_full_device_max_aspect;
+  static_assert(2001L * 32 * 8 > kwsvd::Impl::qr_light_panel_max_bytes);
+  static_assert(1000L * 32 * 8 <= kwsvd::Impl::qr_light_panel_max_bytes);
+  EXPECT_FALSE(takes(0.0, heavy_batch - 1, 2001, 32));
+  EXPECT_TRUE(takes(0.0, heavy_batch, 2001, 32));
+  EXPECT_FALSE(takes(0.0, full_batch, 2001, 32));
+  EXPECT_TRUE(takes(0.0, full_batch, 64 * tall, 64));
+  EXPECT_FALSE(takes(0.0, full_batch, 64 * tall + 1, 64));
+  EXPECT_TRUE(takes(0.0, full_batch - 1, 64 * tall + 1, 64));
+  // Past one panel: double from 5 rows a column to 300 columns, float from
+  // 8 to 128, at batches the blocked QR pays for.
   constexpr int double_aspect = kwsvd::Impl::qr_blocked_min_aspect<double>();
   constexpr int float_aspect = kwsvd::Impl::qr_blocked_min_aspect<float>();
   constexpr int double_most = kwsvd::Impl::qr_blocked_max_cols<double>();
   constexpr int float_most = kwsvd::Impl::qr_blocked_max_cols<float>();
-  EXPECT_TRUE(blocked(0.0, long(most + 1) * double_aspect, most + 1));
-  EXPECT_FALSE(blocked(0.0, long(most + 1) * double_aspect - 1, most + 1));
-  EXPECT_TRUE(blocked(0.0, long(double_most) * double_aspect, double_most));
-  EXPECT_FALSE(blocked(0.0, 100L * (double_most + 1), double_most + 1));
-  EXPECT_TRUE(blocked(0.0f, long(float_most) * float_aspect, float_most));
-  EXPECT_FALSE(blocked(0.0f, long(float_most) * float_aspect - 1, float_most));
-  EXPECT_FALSE(blocked(0.0f, 100L * (float_most + 1), float_most + 1));
-  EXPECT_TRUE(uses_qr_preprocessing<double>(always, 100L * (double_most + 1), double_most + 1));
-  EXPECT_FALSE(uses_qr_preprocessing<double>(never, 1000, 10));
-  EXPECT_TRUE(uses_qr_preprocessing<float>(always, 65, 64));
-  EXPECT_FALSE(uses_qr_preprocessing<float>(always, 64, 64));
-  EXPECT_FALSE(uses_qr_preprocessing<double>(always, 100, 1));
+  EXPECT_TRUE(takes(0.0, heavy_batch, long(most + 1) * double_aspect, most + 1));
+  EXPECT_FALSE(takes(0.0, heavy_batch - 1, long(most + 1) * double_aspect, most + 1));
+  EXPECT_FALSE(takes(0.0, heavy_batch, long(most + 1) * double_aspect - 1, most + 1));
+  EXPECT_TRUE(takes(0.0, 1000, long(double_most) * double_aspect, double_most));
+  EXPECT_FALSE(takes(0.0, 1000, 100L * (double_most + 1), double_most + 1));
+  // Float: light panels of up to 24 columns at any batch; past them only
+  // up to qr_float_max_batch matrices, and a heavy QR from qr_heavy_min_batch.
+  constexpr long float_batch = kwsvd::Impl::qr_float_max_batch;
+  constexpr int narrow = kwsvd::Impl::qr_float_narrow_cols;
+  EXPECT_TRUE(takes(0.0f, 100000, long(narrow) * aspect, narrow));
+  EXPECT_TRUE(takes(0.0f, float_batch, long(narrow + 1) * aspect, narrow + 1));
+  EXPECT_FALSE(takes(0.0f, float_batch + 1, long(narrow + 1) * aspect, narrow + 1));
+  EXPECT_TRUE(takes(0.0f, float_batch, long(float_most) * float_aspect, float_most));
+  EXPECT_FALSE(takes(0.0f, float_batch + 1, long(float_most) * float_aspect, float_most));
+  EXPECT_FALSE(takes(0.0f, heavy_batch - 1, long(float_most) * float_aspect, float_most));
+  EXPECT_FALSE(takes(0.0f, heavy_batch, long(float_most) * float_aspect - 1, float_most));
+  EXPECT_FALSE(takes(0.0f, heavy_batch, 100L * (float_most + 1), float_most + 1));
+  EXPECT_TRUE(uses_qr_preprocessing<double>(always, 1, 100L * (double_most + 1), double_most + 1));
+  EXPECT_FALSE(uses_qr_preprocessing<double>(never, 1, 1000, 10));
+  EXPECT_TRUE(uses_qr_preprocessing<float>(always, 1, 65, 64));
+  EXPECT_FALSE(uses_qr_preprocessing<float>(always, 1, 64, 64));
+  EXPECT_FALSE(uses_qr_preprocessing<double>(always, 1, 100, 1));
   auto full = automatic;
   full.full_matrices = true;
-  EXPECT_TRUE(uses_qr_preprocessing<double>(full, 1000, 10));
+  EXPECT_TRUE(uses_qr_preprocessing<double>(full, 1, 1000, 10));
   auto blocks = automatic;
   blocks.level0 = false;
-  EXPECT_FALSE(uses_qr_preprocessing<double>(blocks, 1000, 10));
+  EXPECT_FALSE(uses_qr_preprocessing<double>(blocks, 1, 1000, 10));
   auto limited = automatic;
   limited.max_workspace_bytes = std::size_t(1) << 30;
-  EXPECT_FALSE(uses_qr_preprocessing<double>(limited, 1000, 10));
+  EXPECT_FALSE(uses_qr_preprocessing<double>(limited, 1, 1000, 10));
 
   // A shape solved at level 0 stays there under automatic.
   using Svd = kwsvd::BatchedSvd<Exec, double>;
   EXPECT_FALSE(Svd(Exec(), 4, 40, 8).qr_preprocessed());
   EXPECT_TRUE(Svd(Exec(), 4, 40, 8, always).qr_preprocessed());
+  // The handle hands its batch size to the rule: the blocked QR of 400 x 40
+  // from qr_heavy_min_batch matrices, not for one.
+  const Svd one(Exec(), 1, 400, 40), many(Exec(), heavy_batch, 400, 40);
+  ASSERT_FALSE(one.level0());
+  EXPECT_FALSE(one.qr_preprocessed());
+  EXPECT_TRUE(many.qr_preprocessed());
 
   auto always_limited = always;
   always_limited.max_workspace_bytes = std::size_t(1) << 30;

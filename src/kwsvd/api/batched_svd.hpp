@@ -121,7 +121,7 @@ class BatchedSvd {
     level0_ =
         options.level0 && Impl::solves_at_level0<Scalar, ExecSpace>(int(m), int(n), batch, options);
     const bool qr = options.qr == QrPreprocessing::always || !level0_;
-    if (qr && batch > 0 && Impl::uses_qr_preprocessing<Scalar>(options, m, n)) {
+    if (qr && batch > 0 && Impl::uses_qr_preprocessing<Scalar>(options, batch, m, n)) {
       plan_qr(exec, allocate, fn);
       return;
     }

@@ -47,8 +47,9 @@ enum class LanesRule {
 /// transpose) to its triangular factor (SvdOptions::qr).
 enum class QrPreprocessing {
   /// Where tuning/qr_preprocessing.hpp's rule expects it to pay: shapes
-  /// not solved at level 0 with rows enough times the columns, no
-  /// max_workspace_bytes, and level0 = true (the default).
+  /// not solved at level 0 with rows enough times the columns, at batch
+  /// sizes where the QR pays for that shape, no max_workspace_bytes, and
+  /// level0 = true (the default).
   automatic,
   never,  ///< always sweep the matrix itself
   /// every non-square matrix of two columns (rows) or more (refused with

@@ -256,10 +256,7 @@ class QrPreprocessor {
     const Scalar* Y = Y_.data();
     Scalar* zw = zw_.data();
     const auto unscale = KOKKOS_LAMBDA(const Member& member, const int b) {
-      const MatrixSlot<Scalar> slot = slots(b);
-      const Scalar inv = Scalar(1) / scale[b];
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, slot.s_count),
-                           [&](const int l) { slot.s[l * slot.s_stride] *= inv; });
+      unscale_values(member, slots(b), scale[b]);
     };
     const int lanes = std::min(8, vector_length_max<ExecSpace>());
     if (!long_side) {
@@ -326,12 +323,8 @@ class QrPreprocessor {
             .set_scratch_size(0, Kokkos::PerTeam(int(Scratch::shmem_size(zw_count)))),
         KOKKOS_LAMBDA(const Member& member) {
           const int t = member.league_rank(), b = t / per_matrix, q = t % per_matrix;
-          if (q == 0) {
-            const MatrixSlot<Scalar> slot = slots(b);
-            const Scalar inv = Scalar(1) / scale[b];
-            Kokkos::parallel_for(Kokkos::TeamVectorRange(member, slot.s_count),
-                                 [&](const int l) { slot.s[l * slot.s_stride] *= inv; });
-          }
+          if (q == 0)
+            unscale_values(member, slots(b), scale[b]);
           const StridedMatrix<Scalar> out = working_left_side(slots(b), transposed);
           const Scalar* Kb = K + std::size_t(b) * ldk * std::size_t(N);
           const Scalar* yb = Y + std::size_t(b) * std::size_t(N) * std::size_t(r);
@@ -350,6 +343,17 @@ class QrPreprocessor {
                                         ldk, wy + std::size_t(b) * P * panel_wy + p * panel_wy,
                                         false, out, c0, nc, chunk, zw.data());
         });
+  }
+
+  /// A matrix's singular values divided by the scale its working matrix
+  /// was multiplied by before the QR (one team).
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION static void unscale_values(const Member& member,
+                                                    const MatrixSlot<Scalar>& slot,
+                                                    const Scalar scale) {
+    const Scalar inv = Scalar(1) / scale;
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, slot.s_count),
+                         [&](const int l) { slot.s[l * slot.s_stride] *= inv; });
   }
 
   /// Rows of a chunk of apply_block_reflector's team scratch: 64, or fewer

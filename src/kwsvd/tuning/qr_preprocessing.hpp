@@ -29,6 +29,27 @@
 // more efficient per row (float more than double; 256 columns at batch 20
 // more than 300 at 50). Shapes solved by the level-0 kernel as they are
 // stay there: their sweeps run in scratch, where the rows cost little.
+//
+// The batch size matters too ("The QR's rule and the batch size" in
+// wcycle.md; 199 measured shapes and batches, always against never). A
+// panel is a reflector at a time on one team a matrix, so its time grows
+// with its rows and does not shrink with the batch: a panel of more than
+// 320 KiB, or more than one panel, loses at small batches (double 4000 x
+// 32 x 1 +102%, 1000 x 64 x 10 +46%, 999 x 100 x 1 +87%, 2000 x 300 x 5
+// +66%) and pays from about 100 matrices (1000 x 64 x 100 -20%). With
+// hundreds of matrices the W-cycle fills the device on its own: double
+// still gains up to 32 rows a column (512 x 64 x 300 -37%, 1000 x 64 x
+// 1000 -16%) but loses past them (2000 x 48 x 300 +14%, 2001 x 32 x 1000
+// +45%); float's W-cycle is faster per row still, and its QR of more
+// than 24 columns loses from about 300 matrices (1000 x 64 x 500 +34%,
+// 768 x 32 x 1000 +13%) while gaining at 100 to 200 (1000 x 48 x 100
+// -31%). Small panels (at most 320 KiB: double 1000 x 32, 10000 x 4,
+// float 2001 x 32) gain from a single matrix (600 x 24 x 1 -48%; the one
+// loss measured, double 1000 x 32 x 1, +13%).
+// Against the rule without the batch over those points: the worst
+// selected shape +13% instead of +102%, 1 selected loss over 5% instead
+// of 63, and the geometric mean of the time ratio -17.8% instead of
+// -11.0% (in-sample: the points the constants were read from).
 
 #include "kwsvd/api/options.hpp"
 
@@ -52,12 +73,26 @@ constexpr int qr_blocked_min_aspect() {
   return sizeof(Scalar) >= 8 ? 5 : 8;
 }
 
-/// Whether a batch of m x n matrices of Scalar, not solved at level 0, is
-/// solved through the QR of its working matrix under `options`.
+/// The largest single panel (rows x columns of Scalar) that pays at every
+/// batch size; the QR of a larger one, or of more than one panel, is heavy.
+constexpr long qr_light_panel_max_bytes = 320L * 1024;
+/// The fewest matrices from which a heavy QR pays.
+constexpr long qr_heavy_min_batch = 100;
+/// In double, from this many matrices a heavy QR pays only up to
+/// qr_heavy_full_device_max_aspect rows a column.
+constexpr long qr_heavy_full_device_batch = 300;
+constexpr long qr_heavy_full_device_max_aspect = 32;
+/// In float, the QR of more than qr_float_narrow_cols columns pays only up
+/// to this many matrices.
+constexpr long qr_float_max_batch = 256;
+constexpr int qr_float_narrow_cols = 24;
+
+/// Whether a batch of `batch` m x n matrices of Scalar, not solved at level
+/// 0, is solved through the QR of its working matrix under `options`.
 /// SvdOptions::level0 = false (every matrix through the W-cycle's blocks,
 /// for tests and comparisons) keeps automatic from it.
 template <class Scalar>
-inline bool uses_qr_preprocessing(const SvdOptions& options, long m, long n) {
+inline bool uses_qr_preprocessing(const SvdOptions& options, long batch, long m, long n) {
   const long rows = m > n ? m : n, cols = m > n ? n : m;
   if (cols < 2 || rows == cols)
     return false;
@@ -66,10 +101,20 @@ inline bool uses_qr_preprocessing(const SvdOptions& options, long m, long n) {
   if (options.qr != QrPreprocessing::automatic || !options.level0 ||
       options.max_workspace_bytes != 0)
     return false;
-  if (cols <= qr_preprocessing_max_cols)
-    return rows >= long(qr_preprocessing_min_aspect) * cols;
-  return cols <= qr_blocked_max_cols<Scalar>() &&
-         rows >= long(qr_blocked_min_aspect<Scalar>()) * cols;
+  const bool one_panel = cols <= qr_preprocessing_max_cols;
+  if (one_panel ? rows < long(qr_preprocessing_min_aspect) * cols
+                : cols > qr_blocked_max_cols<Scalar>() ||
+                      rows < long(qr_blocked_min_aspect<Scalar>()) * cols)
+    return false;
+  const bool light = one_panel && rows * cols * long(sizeof(Scalar)) <= qr_light_panel_max_bytes;
+  if (sizeof(Scalar) < 8 && cols > qr_float_narrow_cols && batch > qr_float_max_batch)
+    return false;
+  if (light)
+    return true;
+  if (batch < qr_heavy_min_batch)
+    return false;
+  return sizeof(Scalar) < 8 || batch < qr_heavy_full_device_batch ||
+         rows <= qr_heavy_full_device_max_aspect * cols;
 }
 
 }  // namespace kwsvd::Impl
