@@ -301,7 +301,8 @@ TYPED_TEST(QrPreprocessed, ReusedHandleAllocatesNothing) {
 // qr_light_panel_max_bytes or the blocked QR only from qr_heavy_min_batch
 // matrices (in double, from qr_heavy_full_device_batch only up to
 // qr_heavy_full_device_max_aspect rows a column), and float past
-// qr_float_narrow_cols columns only up to qr_float_max_batch matrices; not
+// qr_float_narrow_cols columns only up to qr_float_max_batch matrices; in
+// double also a small matrix whose factor crosses the level-0 limit; not
 // under a workspace limit or level0 = false. always takes every non-square
 // shape of 2 columns or more.
 TEST(QrPreprocessingPlan, AutomaticRuleAndRefusedOptions) {
@@ -355,6 +356,20 @@ TEST(QrPreprocessingPlan, AutomaticRuleAndRefusedOptions) {
   EXPECT_FALSE(takes(0.0f, heavy_batch - 1, long(float_most) * float_aspect, float_most));
   EXPECT_FALSE(takes(0.0f, heavy_batch, long(float_most) * float_aspect - 1, float_most));
   EXPECT_FALSE(takes(0.0f, heavy_batch, 100L * (float_most + 1), float_most + 1));
+  // A double matrix whose factor crosses the level-0 limit (the W-cycle
+  // would take it in blocks, its factor is solved at level 0): at any
+  // aspect, up to qr_light_panel_max_bytes and below
+  // qr_heavy_full_device_batch matrices; not in float.
+  const auto crossing = [&](auto scalar, long batch, long rows, long cols) {
+    return uses_qr_preprocessing<decltype(scalar)>(automatic, batch, rows, cols, true);
+  };
+  EXPECT_TRUE(crossing(0.0, 1, 128, 40));
+  EXPECT_TRUE(crossing(0.0, full_batch - 1, 48, 200));
+  EXPECT_FALSE(takes(0.0, 10, 128, 40));
+  EXPECT_FALSE(crossing(0.0, full_batch, 128, 40));
+  EXPECT_FALSE(crossing(0.0f, 10, 128, 40));
+  static_assert(1000L * 48 * 8 > kwsvd::Impl::qr_light_panel_max_bytes);
+  EXPECT_FALSE(crossing(0.0, 10, 1000, 48));
   EXPECT_TRUE(uses_qr_preprocessing<double>(always, 1, 100L * (double_most + 1), double_most + 1));
   EXPECT_FALSE(uses_qr_preprocessing<double>(never, 1, 1000, 10));
   EXPECT_TRUE(uses_qr_preprocessing<float>(always, 1, 65, 64));
@@ -374,12 +389,17 @@ TEST(QrPreprocessingPlan, AutomaticRuleAndRefusedOptions) {
   using Svd = kwsvd::BatchedSvd<Exec, double>;
   EXPECT_FALSE(Svd(Exec(), 4, 40, 8).qr_preprocessed());
   EXPECT_TRUE(Svd(Exec(), 4, 40, 8, always).qr_preprocessed());
-  // The handle hands its batch size to the rule: the blocked QR of 400 x 40
-  // from qr_heavy_min_batch matrices, not for one.
-  const Svd one(Exec(), 1, 400, 40), many(Exec(), heavy_batch, 400, 40);
+  // The handle hands its batch size to the rule: the blocked QR of 1100 x 40
+  // (352 KiB) from qr_heavy_min_batch matrices, not for one. And whether
+  // the factor crosses the level-0 limit: 400 x 40 goes to the W-cycle's
+  // blocks, its 40 x 40 factor to level 0, so from one matrix.
+  const Svd one(Exec(), 1, 1100, 40), many(Exec(), heavy_batch, 1100, 40);
   ASSERT_FALSE(one.level0());
   EXPECT_FALSE(one.qr_preprocessed());
   EXPECT_TRUE(many.qr_preprocessed());
+  const Svd small(Exec(), 1, 400, 40);
+  EXPECT_TRUE(small.qr_preprocessed());
+  EXPECT_TRUE(small.level0());
 
   auto always_limited = always;
   always_limited.max_workspace_bytes = std::size_t(1) << 30;

@@ -121,7 +121,9 @@ class BatchedSvd {
     level0_ =
         options.level0 && Impl::solves_at_level0<Scalar, ExecSpace>(int(m), int(n), batch, options);
     const bool qr = options.qr == QrPreprocessing::always || !level0_;
-    if (qr && batch > 0 && Impl::uses_qr_preprocessing<Scalar>(options, batch, m, n)) {
+    if (qr && batch > 0 &&
+        Impl::uses_qr_preprocessing<Scalar>(options, batch, m, n,
+                                            factor_crosses_level0(batch, m, n, options))) {
       plan_qr(exec, allocate, fn);
       return;
     }
@@ -131,6 +133,18 @@ class BatchedSvd {
           exec, std::vector<MatrixShape>(std::size_t(round_), MatrixShape{int(m), int(n)}), options,
           fn, allocate);
     }
+  }
+
+  // Whether the W-cycle would sweep the m x n working matrix in column
+  // blocks while its k x k triangular factor is solved at level 0 (the QR
+  // rule's factor_crosses_level0; host arithmetic only).
+  static bool factor_crosses_level0(long batch, long m, long n, const SvdOptions& options) {
+    const int rows = int(m > n ? m : n), cols = int(m > n ? n : m);
+    if (cols < 2 || rows == cols || !options.level0)
+      return false;
+    return !Impl::wcycle_sweeps_whole<ExecSpace, Scalar>(
+               options, rows, cols, Impl::wcycle_scratch_limit<ExecSpace>(options)) &&
+           Impl::solves_at_level0<Scalar, ExecSpace>(cols, cols, batch, options);
   }
 
   // The QR preprocessing (SvdOptions::qr): the factors' buffers, and a

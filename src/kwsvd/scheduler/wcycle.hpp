@@ -81,6 +81,25 @@ bool gram_evd_fits_within(int n, std::size_t limit) {
              n, !gram_evd_j_in_registers<ExecSpace, Scalar>(n, limit)) <= limit;
 }
 
+/// The level-0 scratch the W-cycle plans with under `options`: ExecSpace's,
+/// or SvdOptions::block_scratch_bytes where that is smaller.
+template <class ExecSpace>
+std::size_t wcycle_scratch_limit(const SvdOptions& options) {
+  const std::size_t device = std::size_t(team_scratch_bytes_max<ExecSpace>());
+  return options.block_scratch_bytes > 0
+             ? std::min(device, std::size_t(options.block_scratch_bytes))
+             : device;
+}
+
+/// Whether the W-cycle sweeps a rows x cols working matrix whole (the
+/// level-0 sweeps on it in `limit` bytes of scratch, V in memory) rather
+/// than in column blocks (tuning/whole_matrix_sweeps.hpp).
+template <class ExecSpace, class Scalar>
+bool wcycle_sweeps_whole(const SvdOptions& options, int rows, int cols, std::size_t limit) {
+  return options.level0 && sweeps_whole(cols) &&
+         one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(rows, cols, false) <= limit;
+}
+
 /// The widest block w (of 48, 32, 24, 16, 8) whose 2w x 2w Gram EVD fits
 /// `limit` bytes of level-0 scratch (default: ExecSpace's) with J in scratch
 /// too; 0 when none does. Wider blocks whose EVD would keep J in registers
@@ -458,8 +477,7 @@ class WcycleLevelSolver {
     std::vector<MatrixShape> blocked_work;
     for (int b = 0; b < batch_; ++b) {
       const auto& g = geometry[std::size_t(b)];
-      if (options.level0 && sweeps_whole(g.cols) &&
-          one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(g.rows, g.cols, false) <= limit_) {
+      if (wcycle_sweeps_whole<ExecSpace, Scalar>(options, g.rows, g.cols, limit_)) {
         whole.push_back(b);
       } else {
         blocked.push_back(b);
@@ -862,12 +880,7 @@ class WcycleLevelSolver {
 
   /// The scratch bytes the groups are planned with (limit_).
   /// SvdOptions::block_scratch_bytes was checked by require_svd_options.
-  void plan_limit() {
-    const std::size_t device = std::size_t(team_scratch_bytes_max<ExecSpace>());
-    limit_ = options_.block_scratch_bytes > 0
-                 ? std::min(device, std::size_t(options_.block_scratch_bytes))
-                 : device;
-  }
+  void plan_limit() { limit_ = wcycle_scratch_limit<ExecSpace>(options_); }
 
   /// Level widths and their GEMM plans: the caller's, or the engine's one
   /// level. Throws when the last of SvdOptions::level_widths (whose form
