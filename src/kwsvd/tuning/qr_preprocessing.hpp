@@ -45,7 +45,7 @@
 // 768 x 32 x 1000 +13%) while gaining at 100 to 200 (1000 x 48 x 100
 // -31%). Small panels (at most 320 KiB: double 1000 x 32, 10000 x 4,
 // float 2001 x 32) gain from a single matrix (600 x 24 x 1 -48%; the one
-// loss measured, double 1000 x 32 x 1, +13%).
+// loss measured, double 1000 x 32 x 1, +13 to +16%).
 // Against the rule without the batch over those points: the worst
 // selected shape +13% instead of +102%, 1 selected loss over 5% instead
 // of 63, and the geometric mean of the time ratio -17.8% instead of
@@ -106,8 +106,9 @@ inline bool uses_qr_preprocessing(const SvdOptions& options, long batch, long m,
     return false;
   // In double, a matrix of at most qr_light_panel_max_bytes whose factor
   // crosses the level-0 limit pays at any aspect below
-  // qr_heavy_full_device_batch matrices (128 x 40 x 10 -39%, 200 x 48 x 100
-  // -35%, 100 x 56 x 100 -38%; x 1000 -37% to +12%).
+  // qr_heavy_full_device_batch matrices (128 x 40 x 100 -53%, 200 x 48 x 100
+  // -34%, 300 x 48 x 10 -38%; at 1000 matrices -37% to +8%; wcycle.md,
+  // "Small matrices whose factor crosses the level-0 limit").
   if (factor_crosses_level0 && sizeof(Scalar) >= 8 &&
       rows * cols * long(sizeof(Scalar)) <= qr_light_panel_max_bytes &&
       batch < qr_heavy_full_device_batch)
