@@ -312,8 +312,8 @@ TEST(QrPreprocessingPlan, AutomaticRuleAndRefusedOptions) {
   always.qr = QrPreprocessing::always;
   never.qr = QrPreprocessing::never;
   const int most = kwsvd::Impl::qr_preprocessing_max_cols;
-  const auto takes = [&](auto scalar, long batch, long rows, long cols) {
-    return uses_qr_preprocessing<decltype(scalar)>(automatic, batch, rows, cols);
+  const auto takes = [&](auto scalar, long batch, long rows, long cols, bool crosses = false) {
+    return uses_qr_preprocessing<decltype(scalar)>(automatic, batch, rows, cols, crosses);
   };
   // One light panel: from a single matrix, in both orientations.
   EXPECT_TRUE(takes(0.0, 1, 16L * aspect, 16));
@@ -360,16 +360,13 @@ TEST(QrPreprocessingPlan, AutomaticRuleAndRefusedOptions) {
   // would take it in blocks, its factor is solved at level 0): at any
   // aspect, up to qr_light_panel_max_bytes and below
   // qr_heavy_full_device_batch matrices; not in float.
-  const auto crossing = [&](auto scalar, long batch, long rows, long cols) {
-    return uses_qr_preprocessing<decltype(scalar)>(automatic, batch, rows, cols, true);
-  };
-  EXPECT_TRUE(crossing(0.0, 1, 128, 40));
-  EXPECT_TRUE(crossing(0.0, full_batch - 1, 48, 200));
+  EXPECT_TRUE(takes(0.0, 1, 128, 40, true));
+  EXPECT_TRUE(takes(0.0, full_batch - 1, 48, 200, true));
   EXPECT_FALSE(takes(0.0, 10, 128, 40));
-  EXPECT_FALSE(crossing(0.0, full_batch, 128, 40));
-  EXPECT_FALSE(crossing(0.0f, 10, 128, 40));
+  EXPECT_FALSE(takes(0.0, full_batch, 128, 40, true));
+  EXPECT_FALSE(takes(0.0f, 10, 128, 40, true));
   static_assert(1000L * 48 * 8 > kwsvd::Impl::qr_light_panel_max_bytes);
-  EXPECT_FALSE(crossing(0.0, 10, 1000, 48));
+  EXPECT_FALSE(takes(0.0, 10, 1000, 48, true));
   EXPECT_TRUE(uses_qr_preprocessing<double>(always, 1, 100L * (double_most + 1), double_most + 1));
   EXPECT_FALSE(uses_qr_preprocessing<double>(never, 1, 1000, 10));
   EXPECT_TRUE(uses_qr_preprocessing<float>(always, 1, 65, 64));
