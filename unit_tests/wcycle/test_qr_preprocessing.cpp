@@ -3,8 +3,8 @@
 // U = Q [V_R; 0]. Seed 002's thresholds on its six spectra, tall and wide,
 // with the factors' SVD at level 0 and in the W-cycle; the jobs, the rank,
 // values only, NaN in one matrix, zero and badly scaled columns, a reused
-// handle, the raw-pointer form, the rule of QrPreprocessing::automatic and
-// the options it refuses.
+// handle, the raw-pointer form, the QR tree of many rows, the rule of
+// QrPreprocessing::automatic and the options it refuses.
 
 #include <gtest/gtest.h>
 
@@ -44,6 +44,31 @@ class QrPreprocessed : public kwsvd::test::ScalarLayoutTest<C> {
     return kwsvd::test::run_batched_svd<Scalar, Layout>(mats, m, n, options);
   }
 };
+
+// Matrix `bad` of a call (NaN or Inf in its input) reported, not
+// converged and NaN in every output; every other one accurate.
+template <class T>
+void expect_one_nonfinite(const std::vector<std::vector<T>>& mats, int m, int n,
+                          const kwsvd::test::BatchResult<T>& r, std::size_t bad,
+                          const std::string& label) {
+  EXPECT_EQ(r.info[bad].nonfinite_input, 1) << label;
+  EXPECT_EQ(r.info[bad].converged, 0) << label;
+  for (const auto& out : {r.s[bad], r.u[bad], r.v[bad]})
+    for (const T x : out)
+      ASSERT_TRUE(std::isnan(double(x))) << label;
+  std::vector<std::vector<T>> good;
+  kwsvd::test::BatchResult<T> clean;
+  for (std::size_t b = 0; b < mats.size(); ++b) {
+    if (b == bad)
+      continue;
+    good.push_back(mats[b]);
+    clean.s.push_back(r.s[b]);
+    clean.u.push_back(r.u[b]);
+    clean.v.push_back(r.v[b]);
+    clean.info.push_back(r.info[b]);
+  }
+  kwsvd::test::expect_accurate(good, m, n, clean, label);
+}
 
 using Cases = kwsvd::test::ScalarLayoutCases;
 TYPED_TEST_SUITE(QrPreprocessed, Cases);
@@ -200,20 +225,7 @@ TYPED_TEST(QrPreprocessed, NonFiniteZeroAndBadlyScaledColumns) {
         m > n ? std::numeric_limits<T>::quiet_NaN() : std::numeric_limits<T>::infinity();
     const std::vector<std::vector<T>> mats = {zero, bad, scaled};
     const auto r = TestFixture::run(mats, m, n, TestFixture::with_qr());
-    EXPECT_EQ(r.info[1].nonfinite_input, 1) << shape;
-    EXPECT_EQ(r.info[1].converged, 0) << shape;
-    for (const auto& out : {r.s[1], r.u[1], r.v[1]})
-      for (const T x : out)
-        ASSERT_TRUE(std::isnan(double(x))) << shape;
-    kwsvd::test::BatchResult<T> clean;
-    for (const std::size_t b : {std::size_t(0), std::size_t(2)}) {
-      clean.s.push_back(r.s[b]);
-      clean.u.push_back(r.u[b]);
-      clean.v.push_back(r.v[b]);
-      clean.info.push_back(r.info[b]);
-    }
-    kwsvd::test::expect_accurate(std::vector<std::vector<T>>{zero, scaled}, m, n, clean,
-                                 "zero and scaled, " + shape);
+    expect_one_nonfinite(mats, m, n, r, 1, "zero and scaled, " + shape);
     EXPECT_EQ(r.s[0].back(), r.s[0].back());  // finite: a zero value, not NaN
     EXPECT_LT(double(r.s[0].back()), 100 * TestFixture::unit_roundoff() * double(r.s[0][0]));
     EXPECT_GT(double(r.s[2][0]), big);
@@ -293,6 +305,102 @@ TYPED_TEST(QrPreprocessed, ReusedHandleAllocatesNothing) {
   }
 }
 
+// A working matrix of one panel and qr_tree_min_leaves leaves of rows or
+// more is factored as a tree of leaves (uses_qr_tree): two levels (2100 x
+// 12, wide 20 x 2100) and three (16400 x 32), with NaN in one matrix; the
+// jobs, a rank, a reused handle's bits and its allocations.
+TYPED_TEST(QrPreprocessed, TreeOfLeaves) {
+  using T = typename TestFixture::Scalar;
+  using L = typename TestFixture::Layout;
+  const double bound = TestFixture::bound();
+  for (const auto& [m, n, levels] :
+       {std::tuple{2100, 12, 2}, std::tuple{20, 2100, 2}, std::tuple{16400, 32, 3}}) {
+    const std::string shape = std::to_string(m) + " x " + std::to_string(n);
+    SCOPED_TRACE(shape);
+    const int rows = std::max(m, n), cols = std::min(m, n);
+    ASSERT_TRUE(kwsvd::Impl::uses_qr_tree(3, rows, cols, false));
+    ASSERT_FALSE(kwsvd::Impl::uses_qr_tree(3, rows, cols, true));  // full: Q e_j needs one Q
+    EXPECT_EQ(kwsvd::Impl::QrTree::plan(rows, cols, cols).levels, levels);
+    // Random entries: a prescribed spectrum needs an m x m orthogonal factor.
+    std::vector<std::vector<T>> mats = kwsvd::test::spectrum_batch<T>("random", m, n, 1, 2);
+    auto bad = random_matrix<T>(m, n, 9);
+    bad[3 + std::size_t(m) * 5] = std::numeric_limits<T>::quiet_NaN();
+    mats.insert(mats.begin() + 1, bad);
+    const auto r = TestFixture::run(mats, m, n, TestFixture::with_qr());
+    expect_one_nonfinite(mats, m, n, r, 1, "tree " + shape);
+    const std::vector<std::vector<T>> good = {mats[0], mats[2]};
+    const std::vector<std::vector<T>> values = {r.s[0], r.s[2]};
+    // The long side alone and 5 leading triplets: the full call's values
+    // and an orthonormal long side.
+    for (const int rank : {0, 5}) {
+      auto options = TestFixture::with_qr();
+      options.job = m > n ? Job::values_and_left_vectors : Job::values_and_right_vectors;
+      options.rank = rank;
+      const auto one = TestFixture::run(good, m, n, options);
+      for (std::size_t b = 0; b < good.size(); ++b) {
+        const auto& side = m > n ? one.u[b] : one.v[b];
+        const int k = rank > 0 ? rank : cols;
+        EXPECT_LT(kwsvd::test::orthogonality_error(side, rows, k), bound) << rank;
+        for (int l = 0; l < k; ++l)
+          ASSERT_NEAR(double(one.s[b][l]), double(values[b][l]), bound * double(values[b][0]));
+      }
+    }
+    // A reused handle: the same bits again, nothing allocated.
+    kwsvd::BatchedSvd<Exec, T> svd(Exec(), 2, m, n, TestFixture::with_qr());
+    ASSERT_TRUE(svd.qr_preprocessed());
+    auto A = kwsvd::test::to_device<T, L>(good, m, n);
+    Kokkos::View<T***, L> U("U", 2, m, cols), V("V", 2, n, cols);
+    Kokkos::View<T**, L> S("S", 2, cols);
+    Kokkos::View<kwsvd::SvdInfo*> info("info", 2);
+    svd.compute(A, S, U, V, info);
+    const auto first = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), m > n ? U : V);
+    kwsvd::test::expect_reused_calls_allocate_nothing(svd, A, S, U, V, info,
+                                                      [](const auto&, const auto&, bool) {});
+    const auto again = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), m > n ? U : V);
+    for (int b = 0; b < 2; ++b)
+      for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < cols; ++j)
+          ASSERT_EQ(first(b, i, j), again(b, i, j));
+  }
+}
+
+// The tree's leaves share a level's rows out evenly, each at least
+// qr_tree_leaf_rows, and stack N rows a leaf for the level above.
+TEST(QrPreprocessingPlan, TreeLevelsAndLeaves) {
+  using kwsvd::Impl::QrTree;
+  const int leaf = kwsvd::Impl::qr_tree_leaf_rows;
+  const long fewest = kwsvd::Impl::qr_tree_min_leaves;
+  EXPECT_FALSE(kwsvd::Impl::uses_qr_tree(1, fewest * leaf - 1, 8, false));
+  EXPECT_TRUE(kwsvd::Impl::uses_qr_tree(1, fewest * leaf, 8, false));
+  EXPECT_FALSE(kwsvd::Impl::uses_qr_tree(1, 4000, 33, false));  // blocked: more than one panel
+  const long most = kwsvd::Impl::qr_tree_max_batch;
+  EXPECT_TRUE(kwsvd::Impl::uses_qr_tree(most, 4000, 32, false));
+  EXPECT_FALSE(kwsvd::Impl::uses_qr_tree(most + 1, 4000, 32, false));
+  for (const auto& [M, N] :
+       {std::pair{2 * leaf, 1}, std::pair{2200, 32}, std::pair{100000, 32}, std::pair{5000, 7}}) {
+    const QrTree tree = QrTree::plan(M, N, N);
+    ASSERT_GE(tree.levels, 2);
+    EXPECT_EQ(tree.level[0].rows, M);
+    EXPECT_EQ(tree.level[tree.levels - 1].leaves, 1);
+    for (int l = 0; l < tree.levels; ++l) {
+      const auto& level = tree.level[l];
+      if (l > 0) {
+        EXPECT_EQ(level.rows, tree.level[l - 1].leaves * N);
+      }
+      int next = 0;
+      for (int i = 0; i < level.leaves; ++i) {
+        int start = 0, count = 0;
+        QrTree::leaf(level.rows, level.leaves, i, start, count);
+        EXPECT_EQ(start, next);
+        EXPECT_GE(count, level.leaves > 1 ? leaf : N);
+        EXPECT_LT(count, 2 * leaf);
+        next = start + count;
+      }
+      EXPECT_EQ(next, level.rows);
+    }
+  }
+}
+
 // QrPreprocessing::automatic reduces shapes of at most
 // qr_preprocessing_max_cols columns and rows at least
 // qr_preprocessing_min_aspect times them and, past them (the blocked QR),
@@ -356,6 +464,21 @@ TEST(QrPreprocessingPlan, AutomaticRuleAndRefusedOptions) {
   EXPECT_FALSE(takes(0.0f, heavy_batch - 1, long(float_most) * float_aspect, float_most));
   EXPECT_FALSE(takes(0.0f, heavy_batch, long(float_most) * float_aspect - 1, float_most));
   EXPECT_FALSE(takes(0.0f, heavy_batch, 100L * (float_most + 1), float_most + 1));
+  // A panel factored as a tree (4 leaves of rows or more, up to
+  // qr_tree_max_batch matrices): from a single matrix; not under
+  // full_matrices, which the tree does not give.
+  constexpr long tree_batch = kwsvd::Impl::qr_tree_max_batch;
+  const long tree_rows = kwsvd::Impl::qr_tree_min_leaves * kwsvd::Impl::qr_tree_leaf_rows;
+  EXPECT_TRUE(takes(0.0, 1, tree_rows, 32));
+  EXPECT_TRUE(takes(0.0f, tree_batch, 32, 10000));
+  EXPECT_FALSE(takes(0.0, 1, tree_rows - 1, 32));
+  EXPECT_FALSE(uses_qr_preprocessing<double>(
+      [] {
+        kwsvd::SvdOptions o;
+        o.full_matrices = true;
+        return o;
+      }(),
+      1, 4000, 32));
   // A double matrix whose factor crosses the level-0 limit (the W-cycle
   // would take it in blocks, its factor is solved at level 0): at any
   // aspect, up to qr_light_panel_max_bytes and below

@@ -87,6 +87,33 @@ constexpr long qr_heavy_full_device_max_aspect = 32;
 constexpr long qr_float_max_batch = 256;
 constexpr int qr_float_narrow_cols = 24;
 
+/// Rows of a leaf of the QR tree (TSQR): a working matrix of one panel is
+/// cut into leaves of qr_tree_leaf_rows to twice that, each factored by
+/// its own team; their N x N factors, stacked, are cut and factored again,
+/// until one leaf is left. A leaf's rows are about the factor team's lanes
+/// (16 threads of 32), so that a reflector takes a row or two a lane, and a
+/// level's rows are at most 1/16 of the level's below. (Leaves of 128 rows
+/// were slower at every batch measured but one matrix of 10000 rows or
+/// more: more levels, and teams too wide for their rows.)
+constexpr int qr_tree_leaf_rows = 512;
+/// The fewest leaves (level 0's) and the most matrices for a tree.
+constexpr long qr_tree_min_leaves = 4;
+constexpr long qr_tree_max_batch = 100;
+
+/// Whether the QR of `batch` M x N working matrices (M > N) runs as a tree
+/// of leaves instead of one team a matrix walking all M rows a reflector at
+/// a time: one panel, not full_matrices (the tree's Q has no Q e_j
+/// columns), qr_tree_min_leaves leaves or more, at most qr_tree_max_batch
+/// matrices. H200, tree against one team a matrix, double / float
+/// (perf_tests/notes/wcycle.md, "A QR tree for tall panels"): 4000 x 32 x 1
+/// -59 / -52%, x 100 -43 / -2%; 3000 x 32 x 10 -49 / -33%, x 100 -33 /
+/// +20%; 10000 x 16 x 1 -78 / -75%; 2001 x 32 x 10 -25 / -1% (3 leaves,
+/// not taken); 1100 x 32 and 1100 x 16 +13 to +39% (2 leaves).
+inline bool uses_qr_tree(long batch, long M, long N, bool full) {
+  return N <= qr_preprocessing_max_cols && !full &&
+         M >= qr_tree_min_leaves * long(qr_tree_leaf_rows) && batch <= qr_tree_max_batch;
+}
+
 /// Whether a batch of `batch` m x n matrices of Scalar, not solved at level
 /// 0, is solved through the QR of its working matrix under `options`.
 /// `factor_crosses_level0`: the W-cycle would sweep the working matrix in
@@ -121,7 +148,10 @@ inline bool uses_qr_preprocessing(const SvdOptions& options, long batch, long m,
   const bool light = one_panel && rows * cols * long(sizeof(Scalar)) <= qr_light_panel_max_bytes;
   if (sizeof(Scalar) < 8 && cols > qr_float_narrow_cols && batch > qr_float_max_batch)
     return false;
-  if (light)
+  // A panel factored as a tree pays at any batch it is used for (double /
+  // float against the W-cycle alone: 3000 x 32 x 1 -12 / -16%, 10000 x 32
+  // x 10 -57 / -57%, 4000 x 16 x 30 -70 / -66%, 3000 x 32 x 100 -40 / -16%).
+  if (light || uses_qr_tree(batch, rows, cols, options.full_matrices))
     return true;
   if (batch < qr_heavy_min_batch)
     return false;
