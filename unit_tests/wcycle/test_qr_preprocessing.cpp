@@ -345,9 +345,13 @@ TYPED_TEST(QrPreprocessed, TreeOfLeaves) {
           ASSERT_NEAR(double(one.s[b][l]), double(values[b][l]), bound * double(values[b][0]));
       }
     }
-    // A reused handle: the same bits again, nothing allocated.
-    kwsvd::BatchedSvd<Exec, T> svd(Exec(), 2, m, n, TestFixture::with_qr());
+    // A reused handle: the workspace it planned, the same bits again,
+    // nothing allocated.
+    using Svd = kwsvd::BatchedSvd<Exec, T>;
+    Svd svd(Exec(), 2, m, n, TestFixture::with_qr());
     ASSERT_TRUE(svd.qr_preprocessed());
+    EXPECT_EQ(Svd::planned_workspace_bytes(Exec(), 2, m, n, TestFixture::with_qr()),
+              svd.workspace_bytes());
     auto A = kwsvd::test::to_device<T, L>(good, m, n);
     Kokkos::View<T***, L> U("U", 2, m, cols), V("V", 2, n, cols);
     Kokkos::View<T**, L> S("S", 2, cols);
@@ -472,13 +476,6 @@ TEST(QrPreprocessingPlan, AutomaticRuleAndRefusedOptions) {
   EXPECT_TRUE(takes(0.0, 1, tree_rows, 32));
   EXPECT_TRUE(takes(0.0f, tree_batch, 32, 10000));
   EXPECT_FALSE(takes(0.0, 1, tree_rows - 1, 32));
-  EXPECT_FALSE(uses_qr_preprocessing<double>(
-      [] {
-        kwsvd::SvdOptions o;
-        o.full_matrices = true;
-        return o;
-      }(),
-      1, 4000, 32));
   // A double matrix whose factor crosses the level-0 limit (the W-cycle
   // would take it in blocks, its factor is solved at level 0): at any
   // aspect, up to qr_light_panel_max_bytes and below
@@ -498,6 +495,7 @@ TEST(QrPreprocessingPlan, AutomaticRuleAndRefusedOptions) {
   auto full = automatic;
   full.full_matrices = true;
   EXPECT_TRUE(uses_qr_preprocessing<double>(full, 1, 1000, 10));
+  EXPECT_FALSE(uses_qr_preprocessing<double>(full, 1, tree_rows, 32));  // no tree: heavy at 1
   auto blocks = automatic;
   blocks.level0 = false;
   EXPECT_FALSE(uses_qr_preprocessing<double>(blocks, 1, 1000, 10));
