@@ -308,18 +308,25 @@ TYPED_TEST(QrPreprocessed, ReusedHandleAllocatesNothing) {
 // A working matrix of one panel and qr_tree_min_leaves leaves of rows or
 // more is factored as a tree of leaves (uses_qr_tree): two levels (2100 x
 // 12, wide 20 x 2100) and three (16400 x 32), with NaN in one matrix; the
-// jobs, a rank, a reused handle's bits and its allocations.
+// jobs, a rank, a reused handle's bits and its allocations. Past one panel
+// where the factor is solved at level 0: 2100 x 40, two levels.
 TYPED_TEST(QrPreprocessed, TreeOfLeaves) {
   using T = typename TestFixture::Scalar;
   using L = typename TestFixture::Layout;
+  using Svd = kwsvd::BatchedSvd<Exec, T>;
   const double bound = TestFixture::bound();
-  for (const auto& [m, n, levels] :
-       {std::tuple{2100, 12, 2}, std::tuple{20, 2100, 2}, std::tuple{16400, 32, 3}}) {
+  for (const auto& [m, n, levels] : {std::tuple{2100, 12, 2}, std::tuple{20, 2100, 2},
+                                     std::tuple{16400, 32, 3}, std::tuple{2100, 40, 2}}) {
     const std::string shape = std::to_string(m) + " x " + std::to_string(n);
     SCOPED_TRACE(shape);
     const int rows = std::max(m, n), cols = std::min(m, n);
-    ASSERT_TRUE(kwsvd::Impl::uses_qr_tree(3, rows, cols, false));
-    ASSERT_FALSE(kwsvd::Impl::uses_qr_tree(3, rows, cols, true));  // full: Q e_j needs one Q
+    // Past one panel the tree needs the factor solved at level 0 (40 x 40
+    // is on the H200 and the Serial backend); a backend that solves it
+    // elsewhere runs the blocked QR through the same checks.
+    const bool crosses = cols > kwsvd::Impl::qr_panel_cols && Svd(Exec(), 3, cols, cols).level0();
+    ASSERT_EQ(kwsvd::Impl::uses_qr_tree<T>(3, rows, cols, false, crosses),
+              cols <= kwsvd::Impl::qr_panel_cols || crosses);
+    ASSERT_FALSE(kwsvd::Impl::uses_qr_tree<T>(3, rows, cols, true, crosses));  // full: one Q
     EXPECT_EQ(kwsvd::Impl::QrTree::plan(rows, cols, cols).levels, levels);
     // Random entries: a prescribed spectrum needs an m x m orthogonal factor.
     std::vector<std::vector<T>> mats = kwsvd::test::spectrum_batch<T>("random", m, n, 1, 2);
@@ -347,7 +354,6 @@ TYPED_TEST(QrPreprocessed, TreeOfLeaves) {
     }
     // A reused handle: the workspace it planned, the same bits again,
     // nothing allocated.
-    using Svd = kwsvd::BatchedSvd<Exec, T>;
     Svd svd(Exec(), 2, m, n, TestFixture::with_qr());
     ASSERT_TRUE(svd.qr_preprocessed());
     EXPECT_EQ(Svd::planned_workspace_bytes(Exec(), 2, m, n, TestFixture::with_qr()),
@@ -374,14 +380,26 @@ TEST(QrPreprocessingPlan, TreeLevelsAndLeaves) {
   using kwsvd::Impl::QrTree;
   const int leaf = kwsvd::Impl::qr_tree_leaf_rows;
   const long fewest = kwsvd::Impl::qr_tree_min_leaves;
-  EXPECT_FALSE(kwsvd::Impl::uses_qr_tree(1, fewest * leaf - 1, 8, false));
-  EXPECT_TRUE(kwsvd::Impl::uses_qr_tree(1, fewest * leaf, 8, false));
-  EXPECT_FALSE(kwsvd::Impl::uses_qr_tree(1, 4000, 33, false));  // blocked: more than one panel
+  using kwsvd::Impl::uses_qr_tree;
+  EXPECT_FALSE(uses_qr_tree<double>(1, fewest * leaf - 1, 8, false, false));
+  EXPECT_TRUE(uses_qr_tree<double>(1, fewest * leaf, 8, false, false));
   const long most = kwsvd::Impl::qr_tree_max_batch;
-  EXPECT_TRUE(kwsvd::Impl::uses_qr_tree(most, 4000, 32, false));
-  EXPECT_FALSE(kwsvd::Impl::uses_qr_tree(most + 1, 4000, 32, false));
-  for (const auto& [M, N] :
-       {std::pair{2 * leaf, 1}, std::pair{2200, 32}, std::pair{100000, 32}, std::pair{5000, 7}}) {
+  EXPECT_TRUE(uses_qr_tree<double>(most, 4000, 32, false, false));
+  EXPECT_FALSE(uses_qr_tree<double>(most + 1, 4000, 32, false, false));
+  // Past one panel (else the blocked QR): to qr_tree_max_cols columns where
+  // the factor is solved at level 0, in float to qr_tree_wide_float_max_batch
+  // matrices.
+  const int widest = kwsvd::Impl::qr_tree_max_cols;
+  const long float_most = kwsvd::Impl::qr_tree_wide_float_max_batch;
+  EXPECT_FALSE(uses_qr_tree<double>(1, 4000, 33, false, false));
+  EXPECT_TRUE(uses_qr_tree<double>(1, 4000, 33, false, true));
+  EXPECT_TRUE(uses_qr_tree<double>(most, 4000, widest, false, true));
+  EXPECT_FALSE(uses_qr_tree<double>(1, 4000, widest + 1, false, true));
+  EXPECT_TRUE(uses_qr_tree<float>(float_most, 4000, widest, false, true));
+  EXPECT_FALSE(uses_qr_tree<float>(float_most + 1, 4000, widest, false, true));
+  EXPECT_TRUE(uses_qr_tree<float>(most, 4000, 32, false, false));
+  for (const auto& [M, N] : {std::pair{2 * leaf, 1}, std::pair{2200, 32}, std::pair{100000, 32},
+                             std::pair{5000, 7}, std::pair{1 << 24, widest}}) {
     const QrTree tree = QrTree::plan(M, N, N);
     ASSERT_GE(tree.levels, 2);
     EXPECT_EQ(tree.level[0].rows, M);
@@ -406,7 +424,7 @@ TEST(QrPreprocessingPlan, TreeLevelsAndLeaves) {
 }
 
 // QrPreprocessing::automatic reduces shapes of at most
-// qr_preprocessing_max_cols columns and rows at least
+// qr_panel_cols columns and rows at least
 // qr_preprocessing_min_aspect times them and, past them (the blocked QR),
 // of at most qr_blocked_max_cols columns and rows at least
 // qr_blocked_min_aspect times them, by scalar type; a panel past
@@ -423,7 +441,7 @@ TEST(QrPreprocessingPlan, AutomaticRuleAndRefusedOptions) {
   kwsvd::SvdOptions automatic, always, never;
   always.qr = QrPreprocessing::always;
   never.qr = QrPreprocessing::never;
-  const int most = kwsvd::Impl::qr_preprocessing_max_cols;
+  const int most = kwsvd::Impl::qr_panel_cols;
   const auto takes = [&](auto scalar, long batch, long rows, long cols, bool crosses = false) {
     return uses_qr_preprocessing<decltype(scalar)>(automatic, batch, rows, cols, crosses);
   };
@@ -476,6 +494,14 @@ TEST(QrPreprocessingPlan, AutomaticRuleAndRefusedOptions) {
   EXPECT_TRUE(takes(0.0, 1, tree_rows, 32));
   EXPECT_TRUE(takes(0.0f, tree_batch, 32, 10000));
   EXPECT_FALSE(takes(0.0, 1, tree_rows - 1, 32));
+  // Past one panel, where the factor is solved at level 0 (float only to
+  // qr_tree_wide_float_max_batch matrices).
+  const long float_tree_batch = kwsvd::Impl::qr_tree_wide_float_max_batch;
+  EXPECT_TRUE(takes(0.0, 1, tree_rows, 48, true));
+  EXPECT_FALSE(takes(0.0, 1, tree_rows, 48));
+  EXPECT_TRUE(takes(0.0f, float_tree_batch, tree_rows, 64, true));
+  EXPECT_FALSE(takes(0.0f, float_tree_batch + 1, tree_rows, 64, true));
+  EXPECT_FALSE(takes(0.0, 1, tree_rows, kwsvd::Impl::qr_tree_max_cols + 1, true));
   // A double matrix whose factor crosses the level-0 limit (the W-cycle
   // would take it in blocks, its factor is solved at level 0): at any
   // aspect, up to qr_light_panel_max_bytes and below

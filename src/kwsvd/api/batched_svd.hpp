@@ -161,9 +161,9 @@ class BatchedSvd {
     inner.qr = QrPreprocessing::never;
     inner.full_matrices = false;  // k x k: full and thin alike; the finish completes the long side
     Impl::WorkspaceAllocator<typename ExecSpace::memory_space> alloc(allocate, fn);
-    qr_ = Impl::QrPreprocessor<ExecSpace, Scalar>(batch_, int(m_), int(n_),
-                                                  int(Impl::output_rank(options_, k)), long_side,
-                                                  options_.full_matrices, alloc);
+    qr_ = Impl::QrPreprocessor<ExecSpace, Scalar>(
+        batch_, int(m_), int(n_), int(Impl::output_rank(options_, k)), long_side,
+        options_.full_matrices, factor_crosses_level0(batch_, m_, n_, options_), alloc);
     qr_bytes_ = alloc.bytes();
     factors_ = std::shared_ptr<BatchedSvd>(new BatchedSvd(exec, batch_, k, k, inner, allocate, fn));
     level0_ = false;

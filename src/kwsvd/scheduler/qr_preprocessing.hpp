@@ -16,7 +16,8 @@
 //     a team per matrix and tile of columns (blocked: the panels' Q applied
 //     last panel first), and S unscaled.
 //
-// A working matrix of one panel and many rows (uses_qr_tree) is factored
+// A working matrix of one panel and many rows (uses_qr_tree; up to
+// qr_tree_max_cols columns where its factor is solved at level 0) is factored
 // as a tree instead (TSQR; Demmel, Grigori, Hoemmen and Langou): its rows
 // are cut into leaves of qr_tree_leaf_rows to twice that, a team per leaf
 // factors its own, their N x N factors are stacked and cut again, level by
@@ -51,17 +52,13 @@ constexpr int qr_finish_tile_cols = 8;
 /// Most threads of a factor team (vector lanes over rows, threads over the
 /// trailing columns of a reflector).
 constexpr int qr_factor_threads_max = 16;
-/// Columns of a panel of the blocked QR: a working matrix of more columns
-/// is factored a panel at a time on one team per matrix, each panel's Q^T
-/// applied to the columns right of it by many teams. One team factoring
-/// every column took 2x to 3x the sweeps' time at 256 to 300 columns
-/// (perf_tests/notes/wcycle.md, "QR preprocessing of tall matrices").
-constexpr int qr_panel_cols = 32;
-
-/// Most levels of a QR tree: a level's rows are at most 1/16 of the level's
-/// below (leaves of qr_tree_leaf_rows = 512 rows or more, N <= 32 rows a
-/// leaf above), so 8 levels reach past 2^31 rows.
+/// Most levels of a QR tree: a level's rows are at most 1/8 of the level's
+/// below (leaves of qr_tree_leaf_rows = 512 rows or more, N <=
+/// qr_tree_max_cols = 64 rows a leaf above), so 8 levels reach past 2^30
+/// rows.
 constexpr int qr_tree_levels_max = 8;
+static_assert(qr_tree_leaf_rows >= 8 * qr_tree_max_cols,
+              "a level's rows at most 1/8 of the level's below");
 
 /// The levels of a QR tree (uses_qr_tree), planned on the host and passed
 /// to the kernels by value. Level 0 is the working matrix (K); level l > 0
@@ -129,9 +126,10 @@ class QrPreprocessor {
   /// For `batch` matrices of m x n (m != n, both >= 2); `long_side`: the
   /// call's job computes W's left vectors (U of a tall matrix, V of a wide
   /// one), r of them (SvdOptions::rank), and all max(m, n) where `full`
-  /// (SvdOptions::full_matrices: the columns past min(m, n) are Q e_j).
+  /// (SvdOptions::full_matrices: the columns past min(m, n) are Q e_j);
+  /// `factor_crosses_level0` as uses_qr_tree takes it.
   QrPreprocessor(long batch, int m, int n, int r, bool long_side, bool full,
-                 WorkspaceAllocator<memory_space>& alloc)
+                 bool factor_crosses_level0, WorkspaceAllocator<memory_space>& alloc)
       : batch_(batch),
         M_(m > n ? m : n),
         N_(m > n ? n : m),
@@ -143,7 +141,7 @@ class QrPreprocessor {
     K_ = alloc.template zeros<Scalar>("kwsvd::qr_reflectors", b * ldk() * N);
     scale_ = alloc.template zeros<Scalar>("kwsvd::qr_scale", b);
     X_ = alloc.template zeros<Scalar>("kwsvd::qr_factor", b * N * N);
-    if (uses_qr_tree(batch, M_, N_, full)) {
+    if (uses_qr_tree<Scalar>(batch, M_, N_, full, factor_crosses_level0)) {
       tree_ = QrTree::plan(M_, N_, r);
       leaf_max_ = alloc.template zeros<Scalar>("kwsvd::qr_leaf_max",
                                                b * std::size_t(tree_.level[0].leaves));
@@ -227,9 +225,7 @@ class QrPreprocessor {
       if (P > 1)
         Kokkos::single(Kokkos::PerTeam(member), [&]() { finite_flags[b] = finite ? 1 : 0; });
       if (!finite) {  // no factor: NaN in X is what the inner SVD reports
-        const Scalar nan = quiet_nan<Scalar>();
-        Kokkos::parallel_for(Kokkos::TeamVectorRange(member, N * N),
-                             [&](const int p) { xb[p] = nan; });
+        poison_values(member, xb, N * N, 1);
         Kokkos::single(Kokkos::PerTeam(member), [&]() { scale[b] = Scalar(1); });
         return;
       }
@@ -237,10 +233,7 @@ class QrPreprocessor {
       // norm can overflow, and the values are unscaled by the finish.
       const Scalar s = power_of_two_scale(amax);
       member.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, M),
-                             [&](const int r) { Kb[r + ldk * std::size_t(c)] *= s; });
-      });
+      scale_columns(member, Kb, ldk, M, N, s);
       Kokkos::single(Kokkos::PerTeam(member), [&]() { scale[b] = s; });
       member.team_barrier();
       Scalar* beta = tb + N;  // R's diagonal
@@ -326,6 +319,17 @@ class QrPreprocessor {
     });
   }
 
+  /// The rows x cols block at K (column-major, leading dimension ldk)
+  /// multiplied by s: the load's power of two.
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION static void scale_columns(const Member& member, Scalar* K, std::size_t ldk,
+                                                   int rows, int cols, const Scalar s) {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, cols), [&](const int c) {
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, rows),
+                           [&](const int r) { K[r + ldk * std::size_t(c)] *= s; });
+    });
+  }
+
   /// The QR tree's factor (uses_qr_tree): the leaves of level 0 load their
   /// rows and their largest magnitude; then each level's leaves, a team a
   /// leaf, factor their rows (level 0 first scaled by the matrix's power of
@@ -401,10 +405,7 @@ class QrPreprocessor {
       const bool finite = amax < scalar_limits<Scalar>::infinity();
       if (!finite) {  // no factor: NaN in X is what the inner SVD reports
         if (i == 0) {
-          Scalar* xb = X + std::size_t(b) * std::size_t(N) * std::size_t(N);
-          const Scalar nan = quiet_nan<Scalar>();
-          Kokkos::parallel_for(Kokkos::TeamVectorRange(member, N * N),
-                               [&](const int p) { xb[p] = nan; });
+          poison_values(member, X + std::size_t(b) * std::size_t(N) * std::size_t(N), N * N, 1);
           Kokkos::single(Kokkos::PerTeam(member), [&]() {
             scale[b] = Scalar(1);
             finite_flags[b] = 0;
@@ -417,10 +418,7 @@ class QrPreprocessor {
       int start, count;
       QrTree::leaf(M, leaves0, i, start, count);
       Scalar* rows = K + std::size_t(b) * ldk * std::size_t(N) + start;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, N), [&](const int c) {
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, count),
-                             [&](const int r) { rows[r + ldk * std::size_t(c)] *= s; });
-      });
+      scale_columns(member, rows, ldk, count, N, s);
       if (i == 0)
         Kokkos::single(Kokkos::PerTeam(member), [&]() {
           scale[b] = s;

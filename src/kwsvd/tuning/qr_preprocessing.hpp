@@ -55,13 +55,18 @@
 
 namespace kwsvd::Impl {
 
-/// Rows per column from which a working matrix of at most
-/// qr_preprocessing_max_cols columns (one panel of the QR) is reduced to its
-/// factor.
+/// Columns of a panel of the QR: a working matrix of more columns is
+/// factored a panel at a time (the blocked QR), one team per matrix for
+/// each panel and many for the update of the columns right of it. One team
+/// factoring every column took 2x to 3x the sweeps' time at 256 to 300
+/// columns (perf_tests/notes/wcycle.md, "QR preprocessing of tall
+/// matrices"). It is also the widest working matrix the rule takes as one
+/// panel.
+constexpr int qr_panel_cols = 32;
+/// Rows per column from which a working matrix of at most qr_panel_cols
+/// columns (one panel of the QR) is reduced to its factor.
 constexpr int qr_preprocessing_min_aspect = 16;
-/// Most columns of a working matrix reduced under the one-panel rule.
-constexpr int qr_preprocessing_max_cols = 32;
-/// Past qr_preprocessing_max_cols columns (the blocked QR): the most
+/// Past qr_panel_cols columns (the blocked QR): the most
 /// columns, and the rows per column from which the QR is taken, by scalar
 /// type (double 5 x to 300 columns, float 8 x to 128).
 template <class Scalar>
@@ -99,19 +104,39 @@ constexpr int qr_tree_leaf_rows = 512;
 /// The fewest leaves (level 0's) and the most matrices for a tree.
 constexpr long qr_tree_min_leaves = 4;
 constexpr long qr_tree_max_batch = 100;
+/// Past one panel: the most columns of a tree's working matrix (a leaf
+/// factors all of them on one team), and in float the most matrices.
+constexpr int qr_tree_max_cols = 64;
+constexpr long qr_tree_wide_float_max_batch = 10;
 
-/// Whether the QR of `batch` M x N working matrices (M > N) runs as a tree
-/// of leaves instead of one team a matrix walking all M rows a reflector at
-/// a time: one panel, not full_matrices (the tree's Q has no Q e_j
-/// columns), qr_tree_min_leaves leaves or more, at most qr_tree_max_batch
-/// matrices. H200, tree against one team a matrix, double / float
-/// (perf_tests/notes/wcycle.md, "A QR tree for tall panels"): 4000 x 32 x 1
-/// -59 / -52%, x 100 -43 / -2%; 3000 x 32 x 10 -49 / -33%, x 100 -33 /
-/// +20%; 10000 x 16 x 1 -78 / -75%; 2001 x 32 x 10 -25 / -1% (3 leaves,
-/// not taken); 1100 x 32 and 1100 x 16 +13 to +39% (2 leaves).
-inline bool uses_qr_tree(long batch, long M, long N, bool full) {
-  return N <= qr_preprocessing_max_cols && !full &&
-         M >= qr_tree_min_leaves * long(qr_tree_leaf_rows) && batch <= qr_tree_max_batch;
+/// Whether the QR of `batch` M x N working matrices of Scalar (M > N) runs
+/// as a tree of leaves instead of one team a matrix walking all M rows a
+/// reflector at a time (a panel at a time past qr_panel_cols columns): not
+/// full_matrices (the tree's Q has no Q e_j columns), qr_tree_min_leaves
+/// leaves or more, at most qr_tree_max_batch matrices; one panel, or up to
+/// qr_tree_max_cols columns where the N x N factor is solved at level 0
+/// while the working matrix would be swept in blocks
+/// (`factor_crosses_level0`), in float only up to
+/// qr_tree_wide_float_max_batch matrices.
+///
+/// H200 (perf_tests/notes/wcycle.md, "A QR tree for tall panels" and "The
+/// QR tree past one panel"), one panel, tree against one team a matrix,
+/// double / float: 4000 x 32 x 1 -59 / -52%, x 100 -43 / -2%; 3000 x 32 x
+/// 10 -49 / -33%, x 100 -33 / +20%; 10000 x 16 x 1 -78 / -75%; 2001 x 32 x
+/// 10 -25 / -1% (3 leaves, not taken); 1100 x 32 and 1100 x 16 +13 to +39%
+/// (2 leaves). Past one panel, against no QR: double 4000 x 48 x 1 / 10 /
+/// 100 -11 / -28 / -22%, 10000 x 48 x 10 -41%, 2500 x 48 x 1 +7%; float
+/// 4000 x 64 x 1 / 10 -30 / -34%, 10000 x 64 x 10 -54%, x 100 +25% (not
+/// taken); where the factor is not solved at level 0 (double 64 columns)
+/// +14 to +74% but for 20000 rows.
+template <class Scalar>
+inline bool uses_qr_tree(long batch, long M, long N, bool full, bool factor_crosses_level0) {
+  if (full || M < qr_tree_min_leaves * long(qr_tree_leaf_rows) || batch > qr_tree_max_batch)
+    return false;
+  if (N <= qr_panel_cols)
+    return true;
+  return N <= qr_tree_max_cols && factor_crosses_level0 &&
+         (sizeof(Scalar) >= 8 || batch <= qr_tree_wide_float_max_batch);
 }
 
 /// Whether a batch of `batch` m x n matrices of Scalar, not solved at level
@@ -140,7 +165,7 @@ inline bool uses_qr_preprocessing(const SvdOptions& options, long batch, long m,
       rows * cols * long(sizeof(Scalar)) <= qr_light_panel_max_bytes &&
       batch < qr_heavy_full_device_batch)
     return true;
-  const bool one_panel = cols <= qr_preprocessing_max_cols;
+  const bool one_panel = cols <= qr_panel_cols;
   if (one_panel ? rows < long(qr_preprocessing_min_aspect) * cols
                 : cols > qr_blocked_max_cols<Scalar>() ||
                       rows < long(qr_blocked_min_aspect<Scalar>()) * cols)
@@ -151,7 +176,8 @@ inline bool uses_qr_preprocessing(const SvdOptions& options, long batch, long m,
   // A panel factored as a tree pays at any batch it is used for (double /
   // float against the W-cycle alone: 3000 x 32 x 1 -12 / -16%, 10000 x 32
   // x 10 -57 / -57%, 4000 x 16 x 30 -70 / -66%, 3000 x 32 x 100 -40 / -16%).
-  if (light || uses_qr_tree(batch, rows, cols, options.full_matrices))
+  if (light ||
+      uses_qr_tree<Scalar>(batch, rows, cols, options.full_matrices, factor_crosses_level0))
     return true;
   if (batch < qr_heavy_min_batch)
     return false;
