@@ -121,11 +121,12 @@ class BatchedSvd {
     level0_ =
         options.level0 && Impl::solves_at_level0<Scalar, ExecSpace>(int(m), int(n), batch, options);
     const bool qr = options.qr == QrPreprocessing::always || !level0_;
-    if (qr && batch > 0 &&
-        Impl::uses_qr_preprocessing<Scalar>(options, batch, m, n,
-                                            factor_crosses_level0(batch, m, n, options))) {
-      plan_qr(exec, allocate, fn);
-      return;
+    if (qr && batch > 0) {
+      const bool crosses = factor_crosses_level0(batch, m, n, options);
+      if (Impl::uses_qr_preprocessing<Scalar>(options, batch, m, n, crosses)) {
+        plan_qr(exec, allocate, fn, crosses);
+        return;
+      }
     }
     if (!level0_ && batch > 0 && m > 0 && n > 0) {
       round_ = plan_round(exec, fn);
@@ -150,8 +151,10 @@ class BatchedSvd {
   // The QR preprocessing (SvdOptions::qr): the factors' buffers, and a
   // handle for the SVD of the k x k factors X = R^T, whose U is the short
   // side's vectors (V of a tall matrix, U of a wide one) and whose V the
-  // finish turns into the long side's (QrPreprocessor).
-  void plan_qr(const ExecSpace& exec, bool allocate, const char* fn) {
+  // finish turns into the long side's (QrPreprocessor). `crosses`: the
+  // rule's factor_crosses_level0, which the preprocessor's choice of a tree
+  // takes too.
+  void plan_qr(const ExecSpace& exec, bool allocate, const char* fn, bool crosses) {
     const long k = std::min(m_, n_);
     const bool tall = m_ > n_;
     const bool long_side = tall ? job_writes_u(options_.job) : job_writes_v(options_.job);
@@ -161,9 +164,9 @@ class BatchedSvd {
     inner.qr = QrPreprocessing::never;
     inner.full_matrices = false;  // k x k: full and thin alike; the finish completes the long side
     Impl::WorkspaceAllocator<typename ExecSpace::memory_space> alloc(allocate, fn);
-    qr_ = Impl::QrPreprocessor<ExecSpace, Scalar>(
-        batch_, int(m_), int(n_), int(Impl::output_rank(options_, k)), long_side,
-        options_.full_matrices, factor_crosses_level0(batch_, m_, n_, options_), alloc);
+    qr_ = Impl::QrPreprocessor<ExecSpace, Scalar>(batch_, int(m_), int(n_),
+                                                  int(Impl::output_rank(options_, k)), long_side,
+                                                  options_.full_matrices, crosses, alloc);
     qr_bytes_ = alloc.bytes();
     factors_ = std::shared_ptr<BatchedSvd>(new BatchedSvd(exec, batch_, k, k, inner, allocate, fn));
     level0_ = false;
