@@ -599,6 +599,18 @@ TEST(TailoredGemmPlan, CandidatesFollowTableTwoAndTheEnginePicksByThreshold) {
   EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, ten128, 1e18).w, 16);
   const auto c256 = kwsvd::tailoring_candidates(256, 32);
   EXPECT_EQ(kwsvd::choose_wcycle_plan(c256, ten256, 1e18, 4).w, 16);
+  // Not for an odd count of blocks (96 columns: 3 blocks of 32), nor for
+  // tall matrices (rows from wcycle_fallback_widest_max_aspect x columns:
+  // 256 x 128, 4 blocks, is tall; 255 x 128 is not).
+  const std::vector<kwsvd::MatrixShape> ten96(10, {96, 96});
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(kwsvd::tailoring_candidates(96, 32), ten96, 1e18, 4).w, 16);
+  constexpr int tall = kwsvd::wcycle_fallback_widest_max_aspect * 128;
+  const std::vector<kwsvd::MatrixShape> ten_tall(10, {tall, 128}), ten_below(10, {tall - 1, 128});
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(kwsvd::tailoring_candidates(tall, 32), ten_tall, 1e18, 4).w,
+            16);
+  EXPECT_EQ(
+      kwsvd::choose_wcycle_plan(kwsvd::tailoring_candidates(tall - 1, 32), ten_below, 1e18, 4).w,
+      32);
   const std::vector<kwsvd::MatrixShape> ten(10, {1024, 1024});
   const auto c1024 = kwsvd::tailoring_candidates(1024, 32);
   EXPECT_EQ(kwsvd::choose_wcycle_plan(c1024, ten, 92682).w, 24);

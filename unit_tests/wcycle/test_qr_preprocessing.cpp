@@ -309,14 +309,14 @@ TYPED_TEST(QrPreprocessed, ReusedHandleAllocatesNothing) {
 // more is factored as a tree of leaves (uses_qr_tree): two levels (2100 x
 // 12, wide 20 x 2100) and three (16400 x 32), with NaN in one matrix; the
 // jobs, a rank, a reused handle's bits and its allocations. Past one panel
-// where the factor is solved at level 0: 2100 x 40, two levels.
+// where the factor is solved at level 0: 4100 x 40, two levels.
 TYPED_TEST(QrPreprocessed, TreeOfLeaves) {
   using T = typename TestFixture::Scalar;
   using L = typename TestFixture::Layout;
   using Svd = kwsvd::BatchedSvd<Exec, T>;
   const double bound = TestFixture::bound();
   for (const auto& [m, n, levels] : {std::tuple{2100, 12, 2}, std::tuple{20, 2100, 2},
-                                     std::tuple{16400, 32, 3}, std::tuple{2100, 40, 2}}) {
+                                     std::tuple{16400, 32, 3}, std::tuple{4100, 40, 2}}) {
     const std::string shape = std::to_string(m) + " x " + std::to_string(n);
     SCOPED_TRACE(shape);
     const int rows = std::max(m, n), cols = std::min(m, n);
@@ -395,8 +395,12 @@ TEST(QrPreprocessingPlan, TreeLevelsAndLeaves) {
   EXPECT_TRUE(uses_qr_tree<double>(1, 4000, 33, false, true));
   EXPECT_TRUE(uses_qr_tree<double>(most, 4000, widest, false, true));
   EXPECT_FALSE(uses_qr_tree<double>(1, 4000, widest + 1, false, true));
-  EXPECT_TRUE(uses_qr_tree<float>(float_most, 4000, widest, false, true));
-  EXPECT_FALSE(uses_qr_tree<float>(float_most + 1, 4000, widest, false, true));
+  const int float_widest = kwsvd::Impl::qr_tree_wide_float_max_cols;
+  const long float_rows = kwsvd::Impl::qr_tree_wide_float_min_rows;
+  EXPECT_TRUE(uses_qr_tree<float>(float_most, float_rows, float_widest, false, true));
+  EXPECT_FALSE(uses_qr_tree<float>(float_most + 1, float_rows, float_widest, false, true));
+  EXPECT_FALSE(uses_qr_tree<float>(1, float_rows - 1, float_widest, false, true));
+  EXPECT_FALSE(uses_qr_tree<float>(1, float_rows, float_widest + 1, false, true));
   EXPECT_TRUE(uses_qr_tree<float>(most, 4000, 32, false, false));
   for (const auto& [M, N] : {std::pair{2 * leaf, 1}, std::pair{2200, 32}, std::pair{100000, 32},
                              std::pair{5000, 7}, std::pair{1 << 24, widest}}) {
@@ -463,6 +467,19 @@ TEST(QrPreprocessingPlan, AutomaticRuleAndRefusedOptions) {
   EXPECT_TRUE(takes(0.0, full_batch, 64 * tall, 64));
   EXPECT_FALSE(takes(0.0, full_batch, 64 * tall + 1, 64));
   EXPECT_TRUE(takes(0.0, full_batch - 1, 64 * tall + 1, 64));
+  // A heavy QR (not the tree) of more than qr_heavy_max_rows rows only in
+  // double from qr_heavy_wide_min_cols columns.
+  constexpr long most_rows = kwsvd::Impl::qr_heavy_max_rows;
+  constexpr long wide = kwsvd::Impl::qr_heavy_wide_min_cols;
+  EXPECT_TRUE(takes(0.0, 200, most_rows, 64));
+  EXPECT_FALSE(takes(0.0, 200, most_rows + 1, 64));
+  EXPECT_TRUE(takes(0.0, 200, 10000, wide));
+  EXPECT_FALSE(takes(0.0, 200, 10000, wide - 1));
+  EXPECT_TRUE(takes(0.0f, 200, most_rows, 64));
+  EXPECT_FALSE(takes(0.0f, 200, most_rows + 1, 64));
+  EXPECT_FALSE(takes(0.0f, 200, 10000, wide));
+  EXPECT_FALSE(takes(0.0, 200, 10000, 32));  // not the tree past 100 matrices
+  EXPECT_TRUE(takes(0.0, 100, 10000, 32));   // the tree
   // Past one panel: double from 5 rows a column to 300 columns, float from
   // 8 to 128, at batches the blocked QR pays for.
   constexpr int double_aspect = kwsvd::Impl::qr_blocked_min_aspect<double>();
@@ -499,8 +516,11 @@ TEST(QrPreprocessingPlan, AutomaticRuleAndRefusedOptions) {
   const long float_tree_batch = kwsvd::Impl::qr_tree_wide_float_max_batch;
   EXPECT_TRUE(takes(0.0, 1, tree_rows, 48, true));
   EXPECT_FALSE(takes(0.0, 1, tree_rows, 48));
-  EXPECT_TRUE(takes(0.0f, float_tree_batch, tree_rows, 64, true));
-  EXPECT_FALSE(takes(0.0f, float_tree_batch + 1, tree_rows, 64, true));
+  const long float_tree_rows = kwsvd::Impl::qr_tree_wide_float_min_rows;
+  EXPECT_TRUE(takes(0.0f, float_tree_batch, float_tree_rows, 48, true));
+  EXPECT_FALSE(takes(0.0f, float_tree_batch + 1, float_tree_rows, 48, true));
+  EXPECT_FALSE(takes(0.0f, 1, float_tree_rows, 64, true));
+  EXPECT_FALSE(takes(0.0f, 1, tree_rows, 48, true));
   EXPECT_FALSE(takes(0.0, 1, tree_rows, kwsvd::Impl::qr_tree_max_cols + 1, true));
   // A double matrix whose factor crosses the level-0 limit (the W-cycle
   // would take it in blocks, its factor is solved at level 0): at any

@@ -45,7 +45,10 @@
 // 768 x 32 x 1000 +13%) while gaining at 100 to 200 (1000 x 48 x 100
 // -31%). Small panels (at most 320 KiB: double 1000 x 32, 10000 x 4,
 // float 2001 x 32) gain from a single matrix (600 x 24 x 1 -48%; the one
-// loss measured, double 1000 x 32 x 1, +13 to +16%).
+// loss measured, double 1000 x 32 x 1, +13 to +16%). A heavy QR of more
+// than 2500 rows loses from 100 matrices too, the panel's rows against a
+// W-cycle whose plates fill the device, but in double from 128 columns
+// ("The heavy QR's rows": qr_heavy_max_rows).
 // Against the rule without the batch over those points: the worst
 // selected shape +13% instead of +102%, 1 selected loss over 5% instead
 // of 63, and the geometric mean of the time ratio -17.8% instead of
@@ -87,6 +90,12 @@ constexpr long qr_heavy_min_batch = 100;
 /// qr_heavy_full_device_max_aspect rows a column.
 constexpr long qr_heavy_full_device_batch = 300;
 constexpr long qr_heavy_full_device_max_aspect = 32;
+/// The most rows of a working matrix whose heavy QR (one team a matrix for
+/// each panel, not the tree) pays, but in double from qr_heavy_wide_min_cols
+/// columns: the panel's time grows with the rows and the W-cycle's cost a
+/// row falls as its plates fill the device.
+constexpr long qr_heavy_max_rows = 2500;
+constexpr long qr_heavy_wide_min_cols = 128;
 /// In float, the QR of more than qr_float_narrow_cols columns pays only up
 /// to this many matrices.
 constexpr long qr_float_max_batch = 256;
@@ -105,9 +114,16 @@ constexpr int qr_tree_leaf_rows = 512;
 constexpr long qr_tree_min_leaves = 4;
 constexpr long qr_tree_max_batch = 100;
 /// Past one panel: the most columns of a tree's working matrix (a leaf
-/// factors all of them on one team), and in float the most matrices.
+/// factors all of them on one team), and in float the most matrices and
+/// columns and the fewest rows (float's W-cycle takes a tall matrix of a
+/// few blocks at small batches in narrow blocks, choose_wcycle_plan, which
+/// the tree beats only on the tallest: H200, 10 matrices, tree against no
+/// QR, 4000 x 48 -32%, 2500 x 48 -14%, 4000 x 56 -4%, 4000 x 64 +20%; one
+/// matrix, 10000 x 48 -28%, 4000 x 48 -5%, 2500 x 48 +28%).
 constexpr int qr_tree_max_cols = 64;
 constexpr long qr_tree_wide_float_max_batch = 10;
+constexpr int qr_tree_wide_float_max_cols = 48;
+constexpr long qr_tree_wide_float_min_rows = 4000;
 
 /// Whether the QR of `batch` M x N working matrices of Scalar (M > N) runs
 /// as a tree of leaves instead of one team a matrix walking all M rows a
@@ -117,7 +133,8 @@ constexpr long qr_tree_wide_float_max_batch = 10;
 /// qr_tree_max_cols columns where the N x N factor is solved at level 0
 /// while the working matrix would be swept in blocks
 /// (`factor_crosses_level0`), in float only up to
-/// qr_tree_wide_float_max_batch matrices.
+/// qr_tree_wide_float_max_batch matrices of qr_tree_wide_float_min_rows rows
+/// and qr_tree_wide_float_max_cols columns.
 ///
 /// H200 (perf_tests/notes/wcycle.md, "A QR tree for tall panels" and "The
 /// QR tree past one panel"), one panel, tree against one team a matrix,
@@ -126,9 +143,10 @@ constexpr long qr_tree_wide_float_max_batch = 10;
 /// 10 -25 / -1% (3 leaves, not taken); 1100 x 32 and 1100 x 16 +13 to +39%
 /// (2 leaves). Past one panel, against no QR: double 4000 x 48 x 1 / 10 /
 /// 100 -11 / -28 / -22%, 10000 x 48 x 10 -41%, 2500 x 48 x 1 +7%; float
-/// 4000 x 64 x 1 / 10 -30 / -34%, 10000 x 64 x 10 -54%, x 100 +25% (not
-/// taken); where the factor is not solved at level 0 (double 64 columns)
-/// +14 to +74% but for 20000 rows.
+/// (against its narrow fallback, choose_wcycle_plan) 4000 x 48 x 1 / 10 -5
+/// / -32%, 10000 x 48 x 10 -34%, 4000 x 64 x 10 +20% (not taken); where the
+/// factor is not solved at level 0 (double 64 columns) +14 to +74% but for
+/// 20000 rows.
 template <class Scalar>
 inline bool uses_qr_tree(long batch, long M, long N, bool full, bool factor_crosses_level0) {
   if (full || M < qr_tree_min_leaves * long(qr_tree_leaf_rows) || batch > qr_tree_max_batch)
@@ -136,7 +154,9 @@ inline bool uses_qr_tree(long batch, long M, long N, bool full, bool factor_cros
   if (N <= qr_panel_cols)
     return true;
   return N <= qr_tree_max_cols && factor_crosses_level0 &&
-         (sizeof(Scalar) >= 8 || batch <= qr_tree_wide_float_max_batch);
+         (sizeof(Scalar) >= 8 ||
+          (batch <= qr_tree_wide_float_max_batch && N <= qr_tree_wide_float_max_cols &&
+           M >= qr_tree_wide_float_min_rows));
 }
 
 /// Whether a batch of `batch` m x n matrices of Scalar, not solved at level
@@ -180,6 +200,14 @@ inline bool uses_qr_preprocessing(const SvdOptions& options, long batch, long m,
       uses_qr_tree<Scalar>(batch, rows, cols, options.full_matrices, factor_crosses_level0))
     return true;
   if (batch < qr_heavy_min_batch)
+    return false;
+  // H200, always against never ("The heavy QR's rows" in wcycle.md),
+  // double / float: 4000 x 64 x 100 +21 / +19%, 10000 x 64 x 100 +45 /
+  // +85%, 10000 x 32 x 200 +57 / +94%, 4000 x 48 x 200 +5 / +33%, against
+  // 2500 x 64 x 100 -6 / -7%, 1500 x 96 x 200 -22 / -10%; double's 128
+  // columns gain at every row count measured (10000 x 128 x 100 / 200 -3 /
+  // -27%, 4000 x 128 x 100 -9%).
+  if (rows > qr_heavy_max_rows && (sizeof(Scalar) < 8 || cols < qr_heavy_wide_min_cols))
     return false;
   return sizeof(Scalar) < 8 || batch < qr_heavy_full_device_batch ||
          rows <= qr_heavy_full_device_max_aspect * cols;

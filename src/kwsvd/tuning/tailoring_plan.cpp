@@ -106,9 +106,11 @@ TailoringPlan choose_wcycle_plan(const std::vector<TailoringPlan>& candidates,
                                  int fallback_widest_max_blocks) {
   const TailoringPlan engine = choose_tailoring_plan(candidates, shapes, tlp_threshold);
   const TailoringPlan& widest = candidates.front();
-  int max_cols = 0;
-  for (const auto& s : shapes)
+  int max_cols = 0, max_rows = 0;
+  for (const auto& s : shapes) {
     max_cols = std::max(max_cols, s.cols);
+    max_rows = std::max(max_rows, s.rows);
+  }
   const int widest_blocks = (max_cols + widest.w - 1) / widest.w;
   if (tailoring_tlp(engine, shapes) >= tlp_threshold) {
     if (widest.w <= engine.w ||
@@ -116,7 +118,8 @@ TailoringPlan choose_wcycle_plan(const std::vector<TailoringPlan>& candidates,
       return engine;
     return widest_blocks <= wcycle_widest_max_blocks ? widest : engine;
   }
-  if (widest_blocks <= fallback_widest_max_blocks)
+  if (widest_blocks <= fallback_widest_max_blocks && widest_blocks % 2 == 0 &&
+      max_rows < wcycle_fallback_widest_max_aspect * max_cols)
     return widest;
   for (auto p = candidates.rbegin(); p != candidates.rend(); ++p)
     if (p->w >= wcycle_fallback_min_w)

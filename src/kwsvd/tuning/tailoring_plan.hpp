@@ -119,9 +119,23 @@ constexpr double wcycle_widest_tlp_share = 0.4;
 /// H200 above: -6.3%), 256^2 x 10 (8 blocks) 6.032 against 6.085. Double's
 /// widest EVD that keeps J in scratch (2w = 48, 192 threads) is slower a
 /// step: 128^2 x 10 at w = 24 (6 blocks of 22) 4.167 ms against 3.322.
+/// Only for an even count of blocks (an odd one leaves a block out of every
+/// step: 3 blocks are 3 steps of one pair) and only for nearly square
+/// matrices (rows < wcycle_fallback_widest_max_aspect x columns; the batch's
+/// most rows against its most columns): a tall matrix's sweep is its row
+/// work, which the narrow plan's pairs spread over more teams. H200, float,
+/// w = 16 against the widest, batch 1 / 10: 80^2 (3 blocks of 28) -2 /
+/// -10%, 96^2 -15 / -21%, 512 x 128 -22 / -22%, 1000 x 96 -51 / -55%,
+/// 4000 x 80 -73 / -64%; 112^2 (4 blocks of 28) +40 / +53%, 128^2 +10 /
+/// +6%, 256 x 112 +13 / +9%, 256 x 128 -12 / -7% (perf_tests/notes/wcycle.md,
+/// "The heavy QR's rows; float's narrow fallback for tall matrices").
 TailoringPlan choose_wcycle_plan(const std::vector<TailoringPlan>& candidates,
                                  const std::vector<MatrixShape>& shapes, double tlp_threshold,
                                  int fallback_widest_max_blocks = 0);
+
+/// Rows per column below which choose_wcycle_plan's fallback may take the
+/// widest plan.
+constexpr int wcycle_fallback_widest_max_aspect = 2;
 
 /// The W-cycle's fallback_widest_max_blocks (choose_wcycle_plan) for a
 /// scalar of `scalar_bytes`: 4 blocks (3 outer steps a sweep) in float, none
