@@ -599,11 +599,21 @@ TEST(TailoredGemmPlan, CandidatesFollowTableTwoAndTheEnginePicksByThreshold) {
   EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, ten128, 1e18).w, 16);
   const auto c256 = kwsvd::tailoring_candidates(256, 32);
   EXPECT_EQ(kwsvd::choose_wcycle_plan(c256, ten256, 1e18, 4).w, 16);
-  // Not for an odd count of blocks (96 columns: 3 blocks of 32), nor for
-  // tall matrices (rows from wcycle_fallback_widest_max_aspect x columns:
-  // 256 x 128, 4 blocks, is tall; 255 x 128 is not).
-  const std::vector<kwsvd::MatrixShape> ten96(10, {96, 96});
-  EXPECT_EQ(kwsvd::choose_wcycle_plan(kwsvd::tailoring_candidates(96, 32), ten96, 1e18, 4).w, 16);
+  // Not for an odd count of blocks: 96 and 80 columns make 3 blocks at
+  // w = 32 and take 4 of 24 (one plate a pair, the first candidate of that
+  // width); 72 columns make 3 at 32 and at 24 and fall back to w = 16. Nor
+  // for tall matrices (rows from wcycle_fallback_widest_max_aspect x
+  // columns: 256 x 128, 4 blocks, is tall; 255 x 128 is not).
+  for (const int n : {96, 80}) {
+    const std::vector<kwsvd::MatrixShape> square(10, {n, n});
+    const auto plan =
+        kwsvd::choose_wcycle_plan(kwsvd::tailoring_candidates(n, 32), square, 1e18, 4);
+    EXPECT_EQ(plan.w, 24) << n;
+    EXPECT_EQ(plan.delta, n) << n;
+    EXPECT_EQ(kwsvd::choose_wcycle_plan(kwsvd::tailoring_candidates(n, 32), square, 1e18, 0).w, 16);
+  }
+  const std::vector<kwsvd::MatrixShape> ten72(10, {72, 72});
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(kwsvd::tailoring_candidates(72, 32), ten72, 1e18, 4).w, 16);
   constexpr int tall = kwsvd::wcycle_fallback_widest_max_aspect * 128;
   const std::vector<kwsvd::MatrixShape> ten_tall(10, {tall, 128}), ten_below(10, {tall - 1, 128});
   EXPECT_EQ(kwsvd::choose_wcycle_plan(kwsvd::tailoring_candidates(tall, 32), ten_tall, 1e18, 4).w,

@@ -1413,7 +1413,8 @@ TEST(WcyclePlan, WidthsOffTheTableKeepTheTablesPlateHeights) {
 
 // A level's width is widened where the widest matrix's last block is a
 // sliver (less than half a block past a multiple of w) among few blocks, to
-// one block fewer, within the cap (the widest EVD, half the columns).
+// one block fewer, within the cap (the widest EVD, half the columns); an
+// even count only where balancing its blocks would leave the sliver.
 TEST(WcyclePlan, LevelWidthDropsASliverBlock) {
   using kwsvd::Impl::wcycle_block_count;
   using kwsvd::Impl::widened_wcycle_width;
@@ -1426,12 +1427,21 @@ TEST(WcyclePlan, LevelWidthDropsASliverBlock) {
   EXPECT_EQ(widened_wcycle_width(16, {{1000, 161}}, 48), 16);  // 11 blocks: many
   EXPECT_EQ(widened_wcycle_width(16, {{1000, 17}}, 48), 16);   // two blocks already
   EXPECT_EQ(widened_wcycle_width(16, {{0, 0}}, 48), 16);
+  EXPECT_EQ(widened_wcycle_width(8, {{1000, 26}}, 10), 10);   // 8, 8, 8, 2: balanced the same
+  EXPECT_EQ(widened_wcycle_width(16, {{1000, 52}}, 24), 16);  // 4 blocks, balanced 14
+  EXPECT_EQ(widened_wcycle_width(16, {{84, 84}}, 48), 16);    // 6 blocks, balanced 14
   for (const int w : {4, 8, 16, 24, 32})
     for (int N = 2; N <= 300; ++N) {
       const int v = widened_wcycle_width(w, {{N, N}}, 48);
       EXPECT_TRUE(v % 2 == 0 && w <= v && v <= 48) << w << ", " << N << ": " << v;
       if (v != w) {
         EXPECT_EQ(wcycle_block_count(v, N), wcycle_block_count(w, N) - 1) << w << ", " << N;
+        if (wcycle_block_count(w, N) % 2 == 0) {
+          const int balanced =
+              kwsvd::Impl::wcycle_block_width(kwsvd::Impl::balanced_wcycle_width(w, {{N, N}}), N);
+          EXPECT_LT(2 * (N - (wcycle_block_count(w, N) - 1) * balanced), balanced)
+              << w << ", " << N;
+        }
       }
     }
   // Through the engine (host scratch of 32 KB, threshold 1: the widest

@@ -177,7 +177,16 @@ inline int balanced_wcycle_width(int w, const std::vector<MatrixShape>& shapes) 
 /// columns (2 blocks), 1000 x 33 2.37 / 1.88 against 1.32 / 0.89, 1000 x 65
 /// 5.94 / 4.28 (5 blocks) against 3.67 / 2.38. Fewer blocks mean less
 /// parallelism, so only few and only by one; balanced_wcycle_width then
-/// evens them out.
+/// evens them out. An even count b is widened only where balancing its b
+/// blocks would leave the sliver (26 columns at w = 8: 8, 8, 8, 2): b - 1
+/// blocks, an odd count, take as many steps a sweep (b - 1) as b do, with
+/// fewer, wider pairs, whose Jacobi chains are longer. H200, b blocks
+/// balanced against b - 1 widened, double / float: 84^2 x 1 / 10 / 30
+/// (double, 6 blocks of 14 against 5 of 18) -13 / -19 / -15%, 1000 x 52 x 10
+/// -14 / -12%, 2000 x 50 x 100 -5 / -2%, 500 x 54 x 100 -2 / -11%, 1000 x 52
+/// x 100 +1 / +0%; where the sliver stays, 1000 x 26 x 1000 (4 blocks of 8
+/// against 3 of 10) +9 / +20% (perf_tests/notes/wcycle.md, "Even counts of
+/// blocks").
 inline int widened_wcycle_width(int w, const std::vector<MatrixShape>& shapes, int cap) {
   int N = 0;
   for (const auto& s : shapes)
@@ -188,6 +197,12 @@ inline int widened_wcycle_width(int w, const std::vector<MatrixShape>& shapes, i
   const int last = N - (b - 1) * wb;
   if (wb != w || b < 3 || b - 1 > wcycle_widest_max_blocks || 2 * last >= w)
     return w;
+  if (b % 2 == 0) {
+    // An even count keeps its blocks where balancing them removes the sliver.
+    const int v = wcycle_block_width(balanced_wcycle_width(w, shapes), N);
+    if (2 * (N - (b - 1) * v) >= v)
+      return w;
+  }
   const int per = (N + b - 2) / (b - 1), wider = (per + 1) / 2 * 2;
   return wider <= cap && wcycle_block_count(wider, N) == b - 1 ? wider : w;
 }

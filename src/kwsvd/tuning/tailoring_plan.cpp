@@ -118,9 +118,19 @@ TailoringPlan choose_wcycle_plan(const std::vector<TailoringPlan>& candidates,
       return engine;
     return widest_blocks <= wcycle_widest_max_blocks ? widest : engine;
   }
-  if (widest_blocks <= fallback_widest_max_blocks && widest_blocks % 2 == 0 &&
-      max_rows < wcycle_fallback_widest_max_aspect * max_cols)
-    return widest;
+  // The widest candidate that cuts the widest matrix into an even count of
+  // at most fallback_widest_max_blocks blocks, where the matrices are nearly
+  // square (the header says why). A candidate narrower than the widest only
+  // while it is wider than the fallback's width: at that width the
+  // fallback's own plan, the most parallel one, is taken below.
+  if (max_rows < wcycle_fallback_widest_max_aspect * max_cols)
+    for (const auto& p : candidates) {
+      if (p.w < widest.w && p.w <= wcycle_fallback_min_w)
+        break;
+      const int blocks = (max_cols + p.w - 1) / p.w;
+      if (blocks <= fallback_widest_max_blocks && blocks % 2 == 0)
+        return p;
+    }
   for (auto p = candidates.rbegin(); p != candidates.rend(); ++p)
     if (p->w >= wcycle_fallback_min_w)
       return *p;

@@ -109,26 +109,32 @@ constexpr double wcycle_widest_tlp_share = 0.4;
 ///
 /// Except for few blocks where the wide EVD's steps cost about what the
 /// narrow one's do (`fallback_widest_max_blocks` > 0; the scheduler passes
-/// wcycle_fallback_widest_max_blocks): the widest candidate is taken when it
-/// cuts the widest matrix into at most that many blocks. Such a call is a
-/// chain of Jacobi steps, (N / w - 1) outer steps of 2w - 1 inner ones, which
-/// fall with w once w passes sqrt(N / 2): at 128 columns 3 x 63 = 189 at
-/// w = 32 against 7 x 31 = 217 at w = 16. Float's 64 x 64 EVD (J in scratch,
-/// 256 threads) takes about the time of the 32 x 32 one a step: H100, Fig.
-/// 8(b) float 128^2 x 10, w = 32 2.269 ms against w = 16 2.490 (-8.9%; the
-/// H200 above: -6.3%), 256^2 x 10 (8 blocks) 6.032 against 6.085. Double's
-/// widest EVD that keeps J in scratch (2w = 48, 192 threads) is slower a
-/// step: 128^2 x 10 at w = 24 (6 blocks of 22) 4.167 ms against 3.322.
-/// Only for an even count of blocks (an odd one leaves a block out of every
-/// step: 3 blocks are 3 steps of one pair) and only for nearly square
+/// wcycle_fallback_widest_max_blocks): the widest candidate that cuts the
+/// widest matrix into an even count of at most that many blocks is taken.
+/// Such a call is a chain of Jacobi steps, (N / w - 1) outer steps of 2w - 1
+/// inner ones, which fall with w once w passes sqrt(N / 2): at 128 columns
+/// 3 x 63 = 189 at w = 32 against 7 x 31 = 217 at w = 16. Float's 64 x 64
+/// EVD (J in scratch, 256 threads) takes about the time of the 32 x 32 one a
+/// step: H100, Fig. 8(b) float 128^2 x 10, w = 32 2.269 ms against w = 16
+/// 2.490 (-8.9%; the H200 above: -6.3%), 256^2 x 10 (8 blocks) 6.032
+/// against 6.085. Double's widest EVD that keeps J in scratch (2w = 48, 192
+/// threads) is slower a step: 128^2 x 10 at w = 24 (6 blocks of 22) 4.167
+/// ms against 3.322.
+/// Only an even count of blocks (an odd one leaves a block out of every
+/// step: 3 blocks are 3 steps of one pair, as many as 4 blocks take with two
+/// pairs each), so where the widest candidate makes an odd count a narrower
+/// one above wcycle_fallback_min_w may make an even one (80 to 96 columns: 4
+/// blocks at w = 24 where w = 32 makes 3). And only for nearly square
 /// matrices (rows < wcycle_fallback_widest_max_aspect x columns; the batch's
 /// most rows against its most columns): a tall matrix's sweep is its row
 /// work, which the narrow plan's pairs spread over more teams. H200, float,
-/// w = 16 against the widest, batch 1 / 10: 80^2 (3 blocks of 28) -2 /
-/// -10%, 96^2 -15 / -21%, 512 x 128 -22 / -22%, 1000 x 96 -51 / -55%,
-/// 4000 x 80 -73 / -64%; 112^2 (4 blocks of 28) +40 / +53%, 128^2 +10 /
-/// +6%, 256 x 112 +13 / +9%, 256 x 128 -12 / -7% (perf_tests/notes/wcycle.md,
-/// "The heavy QR's rows; float's narrow fallback for tall matrices").
+/// w = 16 against the widest, batch 1 / 10: 512 x 128 -22 / -22%, 1000 x 96
+/// -51 / -55%, 4000 x 80 -73 / -64%; 112^2 (4 blocks of 28) +40 / +53%,
+/// 128^2 +10 / +6%, 256 x 112 +13 / +9%, 256 x 128 -12 / -7%; 4 blocks of
+/// 20 to 24 against w = 16: 76^2 -36 / -34%, 80^2 -28 / -29%, 96^2 -17 /
+/// -12%, 150 x 96 -35 / -36%, 80 x 120 -22 / -31%; 72^2 (3 blocks at 32 and
+/// 24) keeps w = 16 (perf_tests/notes/wcycle.md, "The heavy QR's rows;
+/// float's narrow fallback for tall matrices" and "Even counts of blocks").
 TailoringPlan choose_wcycle_plan(const std::vector<TailoringPlan>& candidates,
                                  const std::vector<MatrixShape>& shapes, double tlp_threshold,
                                  int fallback_widest_max_blocks = 0);
