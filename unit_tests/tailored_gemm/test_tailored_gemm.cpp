@@ -586,12 +586,13 @@ TEST(TailoredGemmPlan, CandidatesFollowTableTwoAndTheEnginePicksByThreshold) {
   EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, hundred, 92682).w, 32);
   EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, hundred, 92682).delta, 128);
   EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, hundred, 200000).w, 16);  // TLP too far below
-  // Below the threshold with few blocks, the widest plan where the caller
-  // allows it (float: 4 blocks of 32 at 128 columns, 10 matrices), not
-  // with more blocks (8 of 32 at 256 columns) nor where it does not
-  // (double's 0); the most parallel plan of w >= 16 otherwise.
+  // Below the threshold with few blocks, the fewest even count of blocks
+  // the widest candidate allows where the caller allows it (4 blocks of 32
+  // at 128 columns, 10 matrices), not with more blocks (8 of 32 at 256
+  // columns) nor where the caller does not (0); the most parallel plan of
+  // w >= 16 otherwise. Both precisions allow 4.
   EXPECT_EQ(kwsvd::wcycle_fallback_widest_max_blocks(4), 4);
-  EXPECT_EQ(kwsvd::wcycle_fallback_widest_max_blocks(8), 0);
+  EXPECT_EQ(kwsvd::wcycle_fallback_widest_max_blocks(8), 4);
   const std::vector<kwsvd::MatrixShape> ten128(10, {128, 128}), ten256(10, {256, 256});
   EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, ten128, 1e18, 4).w, 32);
   EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, ten128, 1e18, 4).delta, 128);
@@ -599,21 +600,28 @@ TEST(TailoredGemmPlan, CandidatesFollowTableTwoAndTheEnginePicksByThreshold) {
   EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, ten128, 1e18).w, 16);
   const auto c256 = kwsvd::tailoring_candidates(256, 32);
   EXPECT_EQ(kwsvd::choose_wcycle_plan(c256, ten256, 1e18, 4).w, 16);
-  // Not for an odd count of blocks: 96 and 80 columns make 3 blocks at
-  // w = 32 and take 4 of 24 (one plate a pair, the first candidate of that
-  // width); 72 columns make 3 at 32 and at 24 and fall back to w = 16. Nor
-  // for tall matrices (rows from wcycle_fallback_widest_max_aspect x
-  // columns: 256 x 128, 4 blocks, is tall; 255 x 128 is not).
-  for (const int n : {96, 80}) {
+  // An odd count becomes the next even one, each block as narrow as that
+  // allows, with the widest candidate's plates (one a pair): 72, 80 and 96
+  // columns make 3 blocks at w = 32 and take 4 of 18, 20 and 24; at double's
+  // widest, w = 24, 72 to 96 columns make 3 or 4 and take 4; 100 columns make
+  // 5 at 24, 6 is too many: w = 16. Nor for tall matrices (rows from
+  // wcycle_fallback_widest_max_aspect x columns: 256 x 128, 4 blocks, is
+  // tall; 255 x 128 is not).
+  for (const auto& [n, w] : {std::pair{96, 24}, std::pair{80, 20}, std::pair{72, 18}}) {
     const std::vector<kwsvd::MatrixShape> square(10, {n, n});
-    const auto plan =
-        kwsvd::choose_wcycle_plan(kwsvd::tailoring_candidates(n, 32), square, 1e18, 4);
-    EXPECT_EQ(plan.w, 24) << n;
-    EXPECT_EQ(plan.delta, n) << n;
+    for (const int widest : {32, 24}) {
+      const auto plan =
+          kwsvd::choose_wcycle_plan(kwsvd::tailoring_candidates(n, widest), square, 1e18, 4);
+      EXPECT_EQ(plan.w, w) << n << ", " << widest;
+      EXPECT_EQ(plan.delta, n) << n << ", " << widest;
+    }
     EXPECT_EQ(kwsvd::choose_wcycle_plan(kwsvd::tailoring_candidates(n, 32), square, 1e18, 0).w, 16);
   }
-  const std::vector<kwsvd::MatrixShape> ten72(10, {72, 72});
-  EXPECT_EQ(kwsvd::choose_wcycle_plan(kwsvd::tailoring_candidates(72, 32), ten72, 1e18, 4).w, 16);
+  const std::vector<kwsvd::MatrixShape> ten100(10, {100, 100});
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(kwsvd::tailoring_candidates(100, 24), ten100, 1e18, 4).w, 16);
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(kwsvd::tailoring_candidates(100, 32), ten100, 1e18, 4).w, 26);
+  // No columns: no blocks to count.
+  EXPECT_EQ(kwsvd::choose_wcycle_plan(c128, {{0, 0}}, 1e18, 4).w, 16);
   constexpr int tall = kwsvd::wcycle_fallback_widest_max_aspect * 128;
   const std::vector<kwsvd::MatrixShape> ten_tall(10, {tall, 128}), ten_below(10, {tall - 1, 128});
   EXPECT_EQ(kwsvd::choose_wcycle_plan(kwsvd::tailoring_candidates(tall, 32), ten_tall, 1e18, 4).w,

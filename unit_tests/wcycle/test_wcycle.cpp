@@ -1455,6 +1455,38 @@ TEST(WcyclePlan, LevelWidthDropsASliverBlock) {
   }
 }
 
+// A caller's width (SvdOptions::level_widths) stands where the batch is
+// below the engine's TLP threshold: choose_wcycle_plan's few blocks narrow
+// the widest candidate (80 columns at w = 24 to 4 blocks of 20), while the
+// scheduler cuts its blocks by the caller's width, with GEMM work the plan
+// sizes. The host's threshold is 1; the GPU's comes here from a tuning file
+// (KWSVD_TUNING_FILE), so that the host runs the GPU's small-batch plan.
+TEST(WcyclePlan, CallersWidthStandsBelowTheThreshold) {
+  const std::string path = ::testing::TempDir() + "kwsvd_gpu_threshold.txt";
+  kwsvd::write_tuning_file(path, kwsvd::default_tuning_parameters(true), "test");
+  const char* before = std::getenv("KWSVD_TUNING_FILE");
+  const std::string saved = before != nullptr ? before : "";
+  ::setenv("KWSVD_TUNING_FILE", path.c_str(), 1);
+  const std::vector<kwsvd::MatrixShape> two(2, {80, 80});
+  using kwsvd::Impl::plan_wcycle_level;
+  EXPECT_EQ((plan_wcycle_level<Exec, float>(two, 32768, 24).w), 24);
+  EXPECT_EQ((plan_wcycle_level<Exec, float>(two, 32768, 32).w), 32);
+  EXPECT_EQ((plan_wcycle_level<Exec, double>(two, 32768, 16).w), 16);
+  // The engine's own width: 4 blocks of 20 where 32 and 24 make 3 and 4.
+  EXPECT_EQ((plan_wcycle_level<Exec, float>(two, 32768).w), 20);
+  kwsvd::SvdOptions options;
+  options.level0 = false;
+  options.block_scratch_bytes = 32768;
+  options.level_widths = {24};
+  kwsvd::BatchedSvd<Exec, float> svd(Exec(), 2, 80, 80, options);
+  EXPECT_EQ(svd.block_width(), 24);
+  if (before != nullptr)
+    ::setenv("KWSVD_TUNING_FILE", saved.c_str(), 1);
+  else
+    ::unsetenv("KWSVD_TUNING_FILE");
+  std::remove(path.c_str());
+}
+
 // A level's width is narrowed as far as no matrix gets more blocks, so that
 // no pair pays the full width for a narrow last block; the engine's choice
 // reaches the plan (planned for 32 KB of scratch, as on the host backends).

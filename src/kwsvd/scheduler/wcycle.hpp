@@ -266,8 +266,14 @@ TailoringPlan plan_wcycle_level(
                 shapes, threshold)
           : choose_wcycle_plan(candidates, shapes, threshold,
                                wcycle_fallback_widest_max_blocks(int(sizeof(Scalar))));
-  // Widening leaves an off-table width as it is: that width is the cap.
-  if (width == 0)
+  // A caller's width stands: choose_wcycle_plan's few blocks narrow the
+  // widest candidate (80 columns at w = 24 to 4 blocks of 20), but the
+  // scheduler cuts the blocks by the caller's width and sizes the GEMMs' work
+  // by the plan's (make_tailored_gemm_work), which must agree. Widening leaves an off-table width
+  // as it is: that width is the cap.
+  if (width > 0)
+    plan.w = width;
+  else
     plan.w =
         balanced_wcycle_width(widened_wcycle_width(plan.w, shapes, std::min(w_max, half)), shapes);
   return plan;

@@ -118,19 +118,19 @@ TailoringPlan choose_wcycle_plan(const std::vector<TailoringPlan>& candidates,
       return engine;
     return widest_blocks <= wcycle_widest_max_blocks ? widest : engine;
   }
-  // The widest candidate that cuts the widest matrix into an even count of
-  // at most fallback_widest_max_blocks blocks, where the matrices are nearly
-  // square (the header says why). A candidate narrower than the widest only
-  // while it is wider than the fallback's width: at that width the
-  // fallback's own plan, the most parallel one, is taken below.
-  if (max_rows < wcycle_fallback_widest_max_aspect * max_cols)
-    for (const auto& p : candidates) {
-      if (p.w < widest.w && p.w <= wcycle_fallback_min_w)
-        break;
-      const int blocks = (max_cols + p.w - 1) / p.w;
-      if (blocks <= fallback_widest_max_blocks && blocks % 2 == 0)
-        return p;
-    }
+  // Nearly square matrices take the fewest blocks of an even count that the
+  // widest candidate's width allows, where that is at most
+  // fallback_widest_max_blocks (the header says why), each as narrow as
+  // that count allows.
+  const int blocks = widest_blocks + widest_blocks % 2;
+  if (blocks >= 2 && blocks <= fallback_widest_max_blocks &&
+      max_rows < wcycle_fallback_widest_max_aspect * max_cols) {
+    TailoringPlan p = widest;
+    const int w = (max_cols + blocks - 1) / blocks;
+    p.w = w + w % 2;
+    if ((max_cols + p.w - 1) / p.w == blocks)
+      return p;
+  }
   for (auto p = candidates.rbegin(); p != candidates.rend(); ++p)
     if (p->w >= wcycle_fallback_min_w)
       return *p;

@@ -109,45 +109,51 @@ constexpr double wcycle_widest_tlp_share = 0.4;
 ///
 /// Except for few blocks where the wide EVD's steps cost about what the
 /// narrow one's do (`fallback_widest_max_blocks` > 0; the scheduler passes
-/// wcycle_fallback_widest_max_blocks): the widest candidate that cuts the
-/// widest matrix into an even count of at most that many blocks is taken.
-/// Such a call is a chain of Jacobi steps, (N / w - 1) outer steps of 2w - 1
-/// inner ones, which fall with w once w passes sqrt(N / 2): at 128 columns
-/// 3 x 63 = 189 at w = 32 against 7 x 31 = 217 at w = 16. Float's 64 x 64
-/// EVD (J in scratch, 256 threads) takes about the time of the 32 x 32 one a
-/// step: H100, Fig. 8(b) float 128^2 x 10, w = 32 2.269 ms against w = 16
-/// 2.490 (-8.9%; the H200 above: -6.3%), 256^2 x 10 (8 blocks) 6.032
-/// against 6.085. Double's widest EVD that keeps J in scratch (2w = 48, 192
-/// threads) is slower a step: 128^2 x 10 at w = 24 (6 blocks of 22) 4.167
-/// ms against 3.322.
+/// wcycle_fallback_widest_max_blocks): the fewest blocks of an even count
+/// that the widest candidate's width allows, where that is at most
+/// `fallback_widest_max_blocks`, each as narrow as that count allows (the
+/// widest candidate's plates, w = ceil(N / count) rounded up to even, N the
+/// batch's most columns; a width none of the candidates may have, so that a
+/// caller who fixes the width keeps it: plan_wcycle_level). Such a call is a
+/// chain of Jacobi steps, (N / w - 1)
+/// outer steps of 2w - 1 inner ones, which fall with w once w passes
+/// sqrt(N / 2): at 128 columns 3 x 63 = 189 at w = 32 against 7 x 31 = 217
+/// at w = 16. Float's 64 x 64 EVD (J in scratch, 256 threads) takes about
+/// the time of the 32 x 32 one a step: H100, Fig. 8(b) float 128^2 x 10,
+/// w = 32 2.269 ms against w = 16 2.490 (-8.9%; the H200 above: -6.3%),
+/// 256^2 x 10 (8 blocks) 6.032 against 6.085. Double's widest EVD that keeps
+/// J in scratch (2w = 48, 192 threads) is slower a step, so that more
+/// blocks lose (128^2 x 10 at w = 24, 6 blocks of 22: 4.167 ms against
+/// 3.322), but 4 blocks still win (H200, batch 1 / 10 against w = 16: 72^2
+/// at w = 18 -34 / -31%, 80^2 at 20 -31 / -30%, 96^2 at 24 -5 / -4%).
 /// Only an even count of blocks (an odd one leaves a block out of every
 /// step: 3 blocks are 3 steps of one pair, as many as 4 blocks take with two
-/// pairs each), so where the widest candidate makes an odd count a narrower
-/// one above wcycle_fallback_min_w may make an even one (80 to 96 columns: 4
-/// blocks at w = 24 where w = 32 makes 3). And only for nearly square
-/// matrices (rows < wcycle_fallback_widest_max_aspect x columns; the batch's
-/// most rows against its most columns): a tall matrix's sweep is its row
-/// work, which the narrow plan's pairs spread over more teams. H200, float,
-/// w = 16 against the widest, batch 1 / 10: 512 x 128 -22 / -22%, 1000 x 96
-/// -51 / -55%, 4000 x 80 -73 / -64%; 112^2 (4 blocks of 28) +40 / +53%,
-/// 128^2 +10 / +6%, 256 x 112 +13 / +9%, 256 x 128 -12 / -7%; 4 blocks of
-/// 20 to 24 against w = 16: 76^2 -36 / -34%, 80^2 -28 / -29%, 96^2 -17 /
-/// -12%, 150 x 96 -35 / -36%, 80 x 120 -22 / -31%; 72^2 (3 blocks at 32 and
-/// 24) keeps w = 16 (perf_tests/notes/wcycle.md, "The heavy QR's rows;
-/// float's narrow fallback for tall matrices" and "Even counts of blocks").
+/// pairs each), so 72 columns make 4 blocks of 18 where the table's widths
+/// 24 and 32 make 3. And only for nearly square matrices (rows <
+/// wcycle_fallback_widest_max_aspect x columns; the batch's most rows
+/// against its most columns): a tall matrix's sweep is its row work, which
+/// the narrow plan's pairs spread over more teams. H200, float, w = 16
+/// against the widest, batch 1 / 10: 512 x 128 -22 / -22%, 1000 x 96 -51 /
+/// -55%, 4000 x 80 -73 / -64%; 112^2 (4 blocks of 28) +40 / +53%, 128^2
+/// +10 / +6%, 256 x 112 +13 / +9%, 256 x 128 -12 / -7%; 4 blocks of 18 to
+/// 24 against w = 16: 72^2 -34 / -29%, 76^2 -36 / -34%, 80^2 -28 / -29%,
+/// 96^2 -17 / -12%, 150 x 96 -35 / -36%, 80 x 120 -22 / -31%
+/// (perf_tests/notes/wcycle.md, "The heavy QR's rows; float's narrow
+/// fallback for tall matrices" and "Even counts of blocks").
 TailoringPlan choose_wcycle_plan(const std::vector<TailoringPlan>& candidates,
                                  const std::vector<MatrixShape>& shapes, double tlp_threshold,
                                  int fallback_widest_max_blocks = 0);
 
-/// Rows per column below which choose_wcycle_plan's fallback may take the
-/// widest plan.
+/// Rows per column below which choose_wcycle_plan's fallback may take its
+/// few blocks.
 constexpr int wcycle_fallback_widest_max_aspect = 2;
 
 /// The W-cycle's fallback_widest_max_blocks (choose_wcycle_plan) for a
-/// scalar of `scalar_bytes`: 4 blocks (3 outer steps a sweep) in float, none
-/// in double.
-constexpr int wcycle_fallback_widest_max_blocks(int scalar_bytes) {
-  return scalar_bytes <= 4 ? 4 : 0;
+/// scalar of `scalar_bytes`: 4 blocks (3 outer steps a sweep), in float and
+/// in double (double took none until the forced widths of
+/// perf_tests/notes/wcycle.md, "Four blocks below the threshold").
+constexpr int wcycle_fallback_widest_max_blocks(int /*scalar_bytes*/) {
+  return 4;
 }
 
 /// Built-in parameters: for GPUs the threshold calibrated on an NVIDIA H200
