@@ -6,10 +6,13 @@
 // fallback), which the host's threshold of 1 never reaches.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
+
+#include <unistd.h>
 
 #include <Kokkos_Core.hpp>
 
@@ -19,15 +22,22 @@
 int main(int argc, char** argv) {
   Kokkos::ScopeGuard kokkos(argc, argv);
   ::testing::InitGoogleTest(&argc, argv);
+  // One file a process, so that binaries run at once (ctest -j) neither
+  // share nor remove each other's.
+  std::string tuning_file;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--kwsvd-gpu-threshold") == 0) {
-      const std::string path = ::testing::TempDir() + "kwsvd_gpu_threshold_main.txt";
-      kwsvd::write_tuning_file(path, kwsvd::default_tuning_parameters(true),
+    if (std::strcmp(argv[i], "--kwsvd-gpu-threshold") == 0 && tuning_file.empty()) {
+      tuning_file =
+          ::testing::TempDir() + "kwsvd_gpu_threshold_" + std::to_string(::getpid()) + ".txt";
+      kwsvd::write_tuning_file(tuning_file, kwsvd::default_tuning_parameters(true),
                                "unit tests: the GPU's threshold on a host backend");
-      ::setenv("KWSVD_TUNING_FILE", path.c_str(), 1);
-      std::cout << "planning with the GPU's TLP threshold (" << path << ")\n";
+      ::setenv("KWSVD_TUNING_FILE", tuning_file.c_str(), 1);
+      std::cout << "planning with the GPU's TLP threshold (" << tuning_file << ")\n";
     }
   }
   kwsvd::print_configuration(std::cout);
-  return RUN_ALL_TESTS();
+  const int result = RUN_ALL_TESTS();
+  if (!tuning_file.empty())
+    std::remove(tuning_file.c_str());
+  return result;
 }

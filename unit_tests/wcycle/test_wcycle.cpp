@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include "common/kokkos_events.hpp"
 #include "common/oracle.hpp"
 #include "common/svd_batch.hpp"
@@ -1462,7 +1464,9 @@ TEST(WcyclePlan, LevelWidthDropsASliverBlock) {
 // sizes. The host's threshold is 1; the GPU's comes here from a tuning file
 // (KWSVD_TUNING_FILE), so that the host runs the GPU's small-batch plan.
 TEST(WcyclePlan, CallersWidthStandsBelowTheThreshold) {
-  const std::string path = ::testing::TempDir() + "kwsvd_gpu_threshold.txt";
+  // A file of this process's: ctest may run this binary twice at once.
+  const std::string path =
+      ::testing::TempDir() + "kwsvd_gpu_threshold_test_" + std::to_string(::getpid()) + ".txt";
   kwsvd::write_tuning_file(path, kwsvd::default_tuning_parameters(true), "test");
   const char* before = std::getenv("KWSVD_TUNING_FILE");
   const std::string saved = before != nullptr ? before : "";
