@@ -16,8 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include <unistd.h>
-
+#include "common/gpu_threshold.hpp"
 #include "common/kokkos_events.hpp"
 #include "common/oracle.hpp"
 #include "common/svd_batch.hpp"
@@ -1464,13 +1463,7 @@ TEST(WcyclePlan, LevelWidthDropsASliverBlock) {
 // sizes. The host's threshold is 1; the GPU's comes here from a tuning file
 // (KWSVD_TUNING_FILE), so that the host runs the GPU's small-batch plan.
 TEST(WcyclePlan, CallersWidthStandsBelowTheThreshold) {
-  // A file of this process's: ctest may run this binary twice at once.
-  const std::string path =
-      ::testing::TempDir() + "kwsvd_gpu_threshold_test_" + std::to_string(::getpid()) + ".txt";
-  kwsvd::write_tuning_file(path, kwsvd::default_tuning_parameters(true), "test");
-  const char* before = std::getenv("KWSVD_TUNING_FILE");
-  const std::string saved = before != nullptr ? before : "";
-  ::setenv("KWSVD_TUNING_FILE", path.c_str(), 1);
+  const kwsvd::test::GpuThresholdScope gpu_threshold("callers_width");
   const std::vector<kwsvd::MatrixShape> two(2, {80, 80});
   using kwsvd::Impl::plan_wcycle_level;
   EXPECT_EQ((plan_wcycle_level<Exec, float>(two, 32768, 24).w), 24);
@@ -1484,11 +1477,6 @@ TEST(WcyclePlan, CallersWidthStandsBelowTheThreshold) {
   options.level_widths = {24};
   kwsvd::BatchedSvd<Exec, float> svd(Exec(), 2, 80, 80, options);
   EXPECT_EQ(svd.block_width(), 24);
-  if (before != nullptr)
-    ::setenv("KWSVD_TUNING_FILE", saved.c_str(), 1);
-  else
-    ::unsetenv("KWSVD_TUNING_FILE");
-  std::remove(path.c_str());
 }
 
 // A level's width is narrowed as far as no matrix gets more blocks, so that
