@@ -210,60 +210,66 @@ TYPED_TEST(TailoredGemm, GramMatchesReferenceForEveryWidth) {
   // host backends always 4 x 4).
   // Packed storage (LayoutLeft cases): every matrix column-major on its
   // own, as the W-cycle keeps them; delta = 201 leaves a partial column run
-  // at the end of the first plate and an unaligned second plate.
+  // at the end of the first plate and an unaligned second plate. Residual
+  // plates a team each (the scheduler's) and packed (at delta = 16, the
+  // residuals of 5, 5 and 9 rows make one team of three segments).
   using kwsvd::Impl::GramItems;
+  using kwsvd::Impl::ResidualPlates;
   for (Storage storage : {Storage::batch_view, Storage::packed})
     for (int w : {4, 8, 16, 24, 32, 48})
       for (int groups : {0, 3})
         for (int delta : {16, 26, 64, 201})
-          for (GramItems items : {GramItems::narrow, GramItems::wide}) {
-            if (storage == Storage::packed && !TestFixture::tests_packed)
-              continue;
-            Level<T, L> level(w, storage == Storage::packed ? this->packed_rows : this->mixed_rows,
-                              100 + w, storage);
-            auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(level.task_rows(),
-                                                                   {w, delta, 128}, groups);
-            // GPU float Grams: the kernel with column runs on the packed
-            // matrices (entries where a task or plate does not fit), the
-            // plain one on the batch View.
-            work.gram_column_runs = storage == Storage::packed;
-            const int n2 = 2 * w;
-            Kokkos::View<T*> partial("partial", kwsvd::Impl::tailored_gram_partial_size(work));
-            Kokkos::View<T*> B("B", level.tasks.size() * n2 * n2);
-            kwsvd::Impl::launch_pair_gram(Exec(), work, level.tasks_d.data(), nullptr,
-                                          partial.data(), B.data(), items);
-            auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), B);
-            for (std::size_t t = 0; t < level.tasks.size(); ++t) {
-              const int m = level.tasks[t].rows;
-              const double tol = 2 * kwsvd::test::gamma<T>(m);
-              for (int b = 0; b < n2; ++b)
-                for (int a = 0; a < n2; ++a) {
-                  double ref = 0, mag = 0;
-                  for (int r = 0; r < m; ++r) {
-                    ref += level.x(t, r, a) * level.x(t, r, b);
-                    mag += std::abs(level.x(t, r, a) * level.x(t, r, b));
+          for (GramItems items : {GramItems::narrow, GramItems::wide})
+            for (ResidualPlates residuals : {ResidualPlates::own_team, ResidualPlates::packed}) {
+              if (storage == Storage::packed && !TestFixture::tests_packed)
+                continue;
+              Level<T, L> level(w,
+                                storage == Storage::packed ? this->packed_rows : this->mixed_rows,
+                                100 + w, storage);
+              auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(
+                  level.task_rows(), {w, delta, 128}, groups, residuals);
+              // GPU float Grams: the kernel with column runs on the packed
+              // matrices (entries where a task or plate does not fit), the
+              // plain one on the batch View.
+              work.gram_column_runs = storage == Storage::packed;
+              const int n2 = 2 * w;
+              Kokkos::View<T*> partial("partial", kwsvd::Impl::tailored_gram_partial_size(work));
+              Kokkos::View<T*> B("B", level.tasks.size() * n2 * n2);
+              kwsvd::Impl::launch_pair_gram(Exec(), work, level.tasks_d.data(), nullptr,
+                                            partial.data(), B.data(), items);
+              auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), B);
+              for (std::size_t t = 0; t < level.tasks.size(); ++t) {
+                const int m = level.tasks[t].rows;
+                const double tol = 2 * kwsvd::test::gamma<T>(m);
+                for (int b = 0; b < n2; ++b)
+                  for (int a = 0; a < n2; ++a) {
+                    double ref = 0, mag = 0;
+                    for (int r = 0; r < m; ++r) {
+                      ref += level.x(t, r, a) * level.x(t, r, b);
+                      mag += std::abs(level.x(t, r, a) * level.x(t, r, b));
+                    }
+                    const double got = h(t * n2 * n2 + a + std::size_t(n2) * b);
+                    ASSERT_LE(std::abs(got - ref), tol * mag + 1e-300)
+                        << "w " << w << " groups " << groups << " delta " << delta
+                        << (items == GramItems::wide ? " wide" : " narrow")
+                        << (storage == Storage::packed ? " packed" : "") << " task " << t
+                        << " entry (" << a << ", " << b << ")";
                   }
-                  const double got = h(t * n2 * n2 + a + std::size_t(n2) * b);
-                  ASSERT_LE(std::abs(got - ref), tol * mag + 1e-300)
-                      << "w " << w << " groups " << groups << " delta " << delta
-                      << (items == GramItems::wide ? " wide" : " narrow")
-                      << (storage == Storage::packed ? " packed" : "") << " task " << t
-                      << " entry (" << a << ", " << b << ")";
-                }
+              }
+              // Without the cross-plate launch, the Gram EVD summing the plates as
+              // it loads them (the W-cycle's way) finds what it finds from B, to
+              // the bit.
+              if (kwsvd::gram_evd_fits<T, Exec>(n2)) {
+                Kokkos::View<T*> B2("B2", B.size());
+                const auto sums = kwsvd::Impl::launch_pair_gram_plates(
+                    Exec(), work, level.tasks_d.data(), nullptr, partial.data(), B2.data(), items);
+                const int tasks = int(level.tasks.size());
+                EXPECT_EQ(evd_of_grams(B2, tasks, n2, &sums),
+                          evd_of_grams<T>(B, tasks, n2, nullptr))
+                    << "w " << w << " groups " << groups << " delta " << delta
+                    << (items == GramItems::wide ? " wide" : " narrow");
+              }
             }
-            // Without the cross-plate launch, the Gram EVD summing the plates as
-            // it loads them (the W-cycle's way) finds what it finds from B, to
-            // the bit.
-            if (kwsvd::gram_evd_fits<T, Exec>(n2)) {
-              Kokkos::View<T*> B2("B2", B.size());
-              const auto sums = kwsvd::Impl::launch_pair_gram_plates(
-                  Exec(), work, level.tasks_d.data(), nullptr, partial.data(), B2.data(), items);
-              const int tasks = int(level.tasks.size());
-              EXPECT_EQ(evd_of_grams(B2, tasks, n2, &sums), evd_of_grams<T>(B, tasks, n2, nullptr))
-                  << "w " << w << " groups " << groups << " delta " << delta
-                  << (items == GramItems::wide ? " wide" : " narrow");
-            }
-          }
 }
 
 TYPED_TEST(TailoredGemm, GramIsTheSameRunToRun) {
@@ -288,56 +294,59 @@ TYPED_TEST(TailoredGemm, FusedUpdateMatchesReferenceForEveryWidth) {
   using L = typename TestFixture::TestLayout;
   // Both widths of the update's items (4 x 4, and 4 x 8 in float with J in
   // scratch) on every backend, whichever the launch's size would pick.
+  using kwsvd::Impl::ResidualPlates;
   using kwsvd::Impl::UpdateItems;
   for (int w : {4, 8, 16, 24, 32, 48})
     for (int delta : {16, 201})
-      for (UpdateItems items : {UpdateItems::narrow, UpdateItems::wide}) {
-        Level<T, L> level(w, this->mixed_rows, 300 + w);
-        const int n2 = 2 * w;
-        // A different J per pair (any matrix: the kernel is a GEMM).
-        std::vector<std::vector<double>> js;
-        Kokkos::View<T*> J("J", level.tasks.size() * n2 * n2);
-        auto jh = Kokkos::create_mirror_view(J);
-        for (std::size_t t = 0; t < level.tasks.size(); ++t) {
-          const auto r = kwsvd::test::random_matrix<T>(n2, n2, 900 + t);
-          js.emplace_back(r.begin(), r.end());
-          for (int e = 0; e < n2 * n2; ++e)
-            jh(t * n2 * n2 + e) = r[std::size_t(e)];
-        }
-        Kokkos::deep_copy(J, jh);
-        // Matrix 2 is masked (converged), and pair 1 does not rotate (J = I,
-        // here a random J that must not be applied): both must come back
-        // untouched.
-        const auto mask = mask_of(level.rows.size(), 2);
-        const auto rotates = mask_of(level.tasks.size(), 1, 0);
-        auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(level.task_rows(), {w, delta, 128});
-        kwsvd::Impl::launch_pair_update(Exec(), work, level.tasks_d.data(), mask.data(), J.data(),
-                                        rotates.data(), items);
-        auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), level.A);
-        for (std::size_t t = 0; t < level.tasks.size(); ++t) {
-          const auto& task = level.tasks[t];
-          const bool masked = task.matrix == 2 || t == 1;
-          for (int c = 0; c < n2; ++c) {
-            const int col = task.column(c, w);
-            if (col < 0)
-              continue;
-            for (int r = 0; r < task.rows; ++r) {
-              double ref = 0, mag = 0;
-              for (int k = 0; k < n2; ++k) {
-                ref += level.x(t, r, k) * js[t][k + std::size_t(n2) * c];
-                mag += std::abs(level.x(t, r, k) * js[t][k + std::size_t(n2) * c]);
+      for (UpdateItems items : {UpdateItems::narrow, UpdateItems::wide})
+        for (ResidualPlates residuals : {ResidualPlates::own_team, ResidualPlates::packed}) {
+          Level<T, L> level(w, this->mixed_rows, 300 + w);
+          const int n2 = 2 * w;
+          // A different J per pair (any matrix: the kernel is a GEMM).
+          std::vector<std::vector<double>> js;
+          Kokkos::View<T*> J("J", level.tasks.size() * n2 * n2);
+          auto jh = Kokkos::create_mirror_view(J);
+          for (std::size_t t = 0; t < level.tasks.size(); ++t) {
+            const auto r = kwsvd::test::random_matrix<T>(n2, n2, 900 + t);
+            js.emplace_back(r.begin(), r.end());
+            for (int e = 0; e < n2 * n2; ++e)
+              jh(t * n2 * n2 + e) = r[std::size_t(e)];
+          }
+          Kokkos::deep_copy(J, jh);
+          // Matrix 2 is masked (converged), and pair 1 does not rotate (J = I,
+          // here a random J that must not be applied): both must come back
+          // untouched.
+          const auto mask = mask_of(level.rows.size(), 2);
+          const auto rotates = mask_of(level.tasks.size(), 1, 0);
+          auto work = kwsvd::Impl::make_tailored_gemm_work<Exec>(level.task_rows(), {w, delta, 128},
+                                                                 0, residuals);
+          kwsvd::Impl::launch_pair_update(Exec(), work, level.tasks_d.data(), mask.data(), J.data(),
+                                          rotates.data(), items);
+          auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), level.A);
+          for (std::size_t t = 0; t < level.tasks.size(); ++t) {
+            const auto& task = level.tasks[t];
+            const bool masked = task.matrix == 2 || t == 1;
+            for (int c = 0; c < n2; ++c) {
+              const int col = task.column(c, w);
+              if (col < 0)
+                continue;
+              for (int r = 0; r < task.rows; ++r) {
+                double ref = 0, mag = 0;
+                for (int k = 0; k < n2; ++k) {
+                  ref += level.x(t, r, k) * js[t][k + std::size_t(n2) * c];
+                  mag += std::abs(level.x(t, r, k) * js[t][k + std::size_t(n2) * c]);
+                }
+                if (masked)
+                  ref = level.x(t, r, c), mag = 0;
+                const double tol = 2 * kwsvd::test::gamma<T>(n2);
+                ASSERT_LE(std::abs(double(h(task.matrix, r, col)) - ref), tol * mag)
+                    << "w " << w << " delta " << delta << " task " << t << " row " << r << " col "
+                    << col << (items == UpdateItems::wide ? " wide" : " narrow")
+                    << (masked ? " (masked or not rotating)" : "");
               }
-              if (masked)
-                ref = level.x(t, r, c), mag = 0;
-              const double tol = 2 * kwsvd::test::gamma<T>(n2);
-              ASSERT_LE(std::abs(double(h(task.matrix, r, col)) - ref), tol * mag)
-                  << "w " << w << " delta " << delta << " task " << t << " row " << r << " col "
-                  << col << (items == UpdateItems::wide ? " wide" : " narrow")
-                  << (masked ? " (masked or not rotating)" : "");
             }
           }
         }
-      }
 }
 
 TYPED_TEST(TailoredGemm, MaskedGramLeavesItsOutputAlone) {
@@ -434,7 +443,8 @@ TEST(TailoredGemmPlan, ColumnRunsNeedAlignedColumnMajorTasks) {
 TEST(TailoredGemmPlan, PlatesCoverEveryRowOnceAndPackResiduals) {
   const std::vector<int> rows = {5, 37, 64, 130, 201, 0, 16};
   for (int delta : {1, 7, 16, 64, 300}) {
-    const auto layout = kwsvd::Impl::build_plate_layout(rows, delta);
+    const auto layout =
+        kwsvd::Impl::build_plate_layout(rows, delta, kwsvd::Impl::ResidualPlates::packed);
     std::vector<std::vector<int>> seen(rows.size());
     for (std::size_t t = 0; t < rows.size(); ++t)
       seen[t].assign(std::size_t(rows[t]), 0);
@@ -471,7 +481,8 @@ TEST(TailoredGemmPlan, PlatesCoverEveryRowOnceAndPackResiduals) {
 // other tasks' residuals, where 100 one-row residuals once made one team the
 // launch's long pole; a longer residual is still packed.
 TEST(TailoredGemmPlan, ShortResidualsJoinTheirLastPlate) {
-  const auto short_rest = kwsvd::Impl::build_plate_layout(std::vector<int>(100, 999), 499);
+  const auto short_rest = kwsvd::Impl::build_plate_layout(std::vector<int>(100, 999), 499,
+                                                          kwsvd::Impl::ResidualPlates::packed);
   ASSERT_EQ(short_rest.team_begin.size(), 201u);  // two plates a task, one team each
   for (int t = 0; t < 100; ++t) {
     const auto& a = short_rest.segments[std::size_t(2 * t)];
@@ -487,15 +498,48 @@ TEST(TailoredGemmPlan, ShortResidualsJoinTheirLastPlate) {
   }
   // 1000 = 3 x 300 + 100: 100 > 60 rows stays a residual; residuals of 100
   // rows pack three to a team (300 <= 360).
-  const auto long_rest = kwsvd::Impl::build_plate_layout(std::vector<int>(4, 1000), 300);
+  const auto long_rest = kwsvd::Impl::build_plate_layout(std::vector<int>(4, 1000), 300,
+                                                         kwsvd::Impl::ResidualPlates::packed);
   ASSERT_EQ(long_rest.segments.size(), 16u);
   EXPECT_EQ(long_rest.team_begin.size(), 12u + 2u + 1u);
   for (std::size_t k = 12; k < 16; ++k)
     EXPECT_EQ(long_rest.segments[k].rows, 100);
   // A task shorter than delta is one residual plate whatever its size.
-  const auto short_task = kwsvd::Impl::build_plate_layout({5, 7}, 64);
+  const auto short_task =
+      kwsvd::Impl::build_plate_layout({5, 7}, 64, kwsvd::Impl::ResidualPlates::packed);
   ASSERT_EQ(short_task.segments.size(), 2u);
   EXPECT_EQ(short_task.team_begin.size(), 2u);
+}
+
+// The scheduler's residual plates take a team each (ResidualPlates): three
+// pairs of 100 rows at delta = 12 (double 100^2's m / 8) make 8 standard
+// plates and a residual of 4 rows each, which the paper's packing puts in
+// one team (12 <= 14.4 rows) and own_team in three; the standard plates and
+// the joins are the same either way.
+TEST(TailoredGemmPlan, ResidualPlatesTakeATeamEachOrPack) {
+  using kwsvd::Impl::ResidualPlates;
+  const std::vector<int> rows(3, 100);
+  const auto packed = kwsvd::Impl::build_plate_layout(rows, 12, ResidualPlates::packed);
+  const auto own = kwsvd::Impl::build_plate_layout(rows, 12, ResidualPlates::own_team);
+  EXPECT_EQ(packed.team_begin.size(), 3u * 8u + 1u + 1u);
+  ASSERT_EQ(own.team_begin.size(), 3u * 8u + 3u + 1u);
+  EXPECT_EQ(own.partial_begin, packed.partial_begin);
+  ASSERT_EQ(own.segments.size(), packed.segments.size());
+  for (std::size_t team = 0; team + 1 < own.team_begin.size(); ++team)
+    EXPECT_EQ(own.team_begin[team + 1] - own.team_begin[team], 1) << team;
+  for (std::size_t k = 24; k < 27; ++k) {
+    EXPECT_EQ(own.segments[k].rows, 4);
+    EXPECT_EQ(own.segments[k].row_begin, 96);
+    EXPECT_EQ(own.segments[k].task, int(k) - 24);
+  }
+  // A residual within 0.2 delta still joins its last plate (one team).
+  const auto joined = kwsvd::Impl::build_plate_layout({999}, 499, ResidualPlates::own_team);
+  ASSERT_EQ(joined.segments.size(), 2u);
+  EXPECT_EQ(joined.segments[1].rows, 500);
+  // The work the scheduler plans takes a team per residual.
+  const auto work = kwsvd::Impl::make_tailored_gemm_work<Kokkos::DefaultExecutionSpace>(
+      rows, kwsvd::TailoringPlan{16, 12, 256});
+  EXPECT_EQ(work.teams, 27);
 }
 
 TEST(TailoredGemmPlan, AlignedPlateHeightsStartEveryPlateOnARun) {
@@ -526,10 +570,13 @@ TEST(TailoredGemmPlan, AlignedPlateHeightsStartEveryPlateOnARun) {
   // 496 (999 rows: two plates, the 7 rows left over join the second), and
   // the team count is that of 499.
   const std::vector<int> rows = {999, 1001, 998, 500, 13, 7, 1000};
-  const auto layout = kwsvd::Impl::build_plate_layout(rows, 496);
+  const auto layout =
+      kwsvd::Impl::build_plate_layout(rows, 496, kwsvd::Impl::ResidualPlates::packed);
   for (const auto& seg : layout.segments)
     EXPECT_EQ(seg.row_begin % 4, 0) << seg.task;
-  EXPECT_EQ(layout.team_begin.size(), kwsvd::Impl::build_plate_layout(rows, 499).team_begin.size());
+  EXPECT_EQ(layout.team_begin.size(),
+            kwsvd::Impl::build_plate_layout(rows, 499, kwsvd::Impl::ResidualPlates::packed)
+                .team_begin.size());
   EXPECT_EQ(layout.segments[1].row_begin, 496);
   EXPECT_EQ(layout.segments[1].rows, 503);
 }

@@ -1,8 +1,9 @@
 #pragma once
 // Host side of the tailored batched GEMMs (W-cycle paper §IV-D-1, Fig. 6):
-// cutting every column-block pair into plates, packing the residual plates
-// into teams, and launching the Gram, its deterministic cross-plate
-// reduction and the fused update over a whole level in one launch each.
+// cutting every column-block pair into plates, giving the residual plates
+// teams (packed, or one each), and launching the Gram, its deterministic
+// cross-plate reduction and the fused update over a whole level in one
+// launch each.
 //
 // Planning (build_plate_layout, make_tailored_gemm_work) allocates and is
 // done once per level shape; the launches allocate nothing. The host only
@@ -39,12 +40,29 @@ KOKKOS_INLINE_FUNCTION bool task_is_one_plate(const int* partial_begin, int t) {
   return partial_begin[t + 1] - partial_begin[t] == 1;
 }
 
+/// Where a residual plate runs: packed with other tasks' residuals into
+/// teams of at most 1.2 delta rows (the paper's §IV-D), or in a team of its
+/// own. A segment costs a team more than its rows: each starts its own chunk
+/// pipeline, and each Gram segment sums its row groups and writes a (2w)^2
+/// partial, so a team of three packed residuals of 4 rows runs about three
+/// times as long as a standard plate of 12, and sets the launch's time where
+/// the launch is short. The scheduler takes own_team: H200, default options,
+/// own teams against packed, best of two (`-residual-plates-*.json`, sixty-
+/// seventh session): double 100^2 / 140^2 / 150^2 / 230^2 x 1 -19 / -31 /
+/// -21 / -36%, x 10 -17 / -34 / -22 / -33%; float 150^2 / 230^2 x 1 -25 /
+/// -41%, 300 x 150 x 10 -22%, 500 x 54 x 10 -18%; Table VI's mixed batch
+/// (single runs) -10% (double group 3) to +0%; the other points (no
+/// residuals, or none packed), -3.1 to +1.3%. The tests take both, so that
+/// the GEMMs' teams of several segments stay covered.
+enum class ResidualPlates { packed, own_team };
+
 /// The tailoring of Fig. 6: every task's rows are cut into floor(m / delta)
 /// standard plates of delta rows, one team each, and one residual plate of
 /// m mod delta rows; residual plates are packed, in task order, into teams of
-/// at most pack_factor * delta rows (the paper's 1.2 delta). A residual that
-/// fits beside its task's last standard plate within that bound joins it
-/// instead (one plate of delta + rest rows): a plate's cost does not shrink
+/// at most pack_factor * delta rows (the paper's 1.2 delta), or take a team
+/// each (ResidualPlates::own_team). A residual that fits beside its task's
+/// last standard plate within that bound joins it instead (one plate of
+/// delta + rest rows), either way: a plate's cost does not shrink
 /// with its rows (each Gram plate writes a (2w)^2 partial, each segment of
 /// both GEMMs starts its own chunk pipeline), so a team packed with many
 /// short residuals ran far longer than the rest of its launch. H200, double
@@ -52,7 +70,7 @@ KOKKOS_INLINE_FUNCTION bool task_is_one_plate(const int* partial_begin, int t) {
 /// one team): Gram 357 against 48 us a launch, the SVD 16.7 ms against 3.75
 /// at 1000 rows.
 inline PlateLayout build_plate_layout(const std::vector<int>& task_rows, int delta,
-                                      double pack_factor = 1.2) {
+                                      ResidualPlates residual_plates, double pack_factor = 1.2) {
   if (delta < 1) {
     throw_invalid_argument("kwsvd::Impl::build_plate_layout", "delta",
                            "must be at least 1, got " + std::to_string(delta));
@@ -84,7 +102,8 @@ inline PlateLayout build_plate_layout(const std::vector<int>& task_rows, int del
   layout.partial_begin[std::size_t(tasks)] = slot;
   double in_team = 0;
   for (std::size_t k = 0; k < residuals.size(); ++k) {
-    if (k == 0 || in_team + residuals[k].rows > limit) {
+    if (k == 0 || residual_plates == ResidualPlates::own_team ||
+        in_team + residuals[k].rows > limit) {
       layout.team_begin.push_back(int(layout.segments.size()));
       in_team = 0;
     }
@@ -279,10 +298,12 @@ int tailored_gram_groups(int w, int team_threads, int max_plate_rows, int item_c
 /// Plans a level: its tasks' row counts and the tailoring plan. Allocates
 /// its plate lists through `alloc`. `gram_groups` > 0 sets the GPU Gram's row
 /// groups (tests); 0 lets tailored_gram_groups choose at launch.
+/// `residual_plates`: a team each (the scheduler's), or packed (tests).
 template <class ExecSpace>
 TailoredGemmWork<ExecSpace> make_tailored_gemm_work(
     const std::vector<int>& task_rows, const TailoringPlan& plan, int gram_groups,
-    WorkspaceAllocator<typename TailoredGemmWork<ExecSpace>::memory_space>& alloc) {
+    WorkspaceAllocator<typename TailoredGemmWork<ExecSpace>::memory_space>& alloc,
+    ResidualPlates residual_plates = ResidualPlates::own_team) {
   constexpr const char* fn = "kwsvd::Impl::make_tailored_gemm_work";
   if (plan.w < gemm_tile / 2 || (2 * plan.w) % gemm_tile != 0) {
     throw_invalid_argument(fn, "plan.w",
@@ -293,7 +314,7 @@ TailoredGemmWork<ExecSpace> make_tailored_gemm_work(
     throw_invalid_argument(fn, "plan.team_threads",
                            "must be positive, got " + std::to_string(plan.team_threads));
   }
-  const PlateLayout layout = build_plate_layout(task_rows, plan.delta);
+  const PlateLayout layout = build_plate_layout(task_rows, plan.delta, residual_plates);
   TailoredGemmWork<ExecSpace> work;
   work.tasks = int(task_rows.size());
   work.teams = int(layout.team_begin.size()) - 1;
@@ -313,11 +334,11 @@ TailoredGemmWork<ExecSpace> make_tailored_gemm_work(
 
 /// make_tailored_gemm_work with its own allocator (tests, benchmarks).
 template <class ExecSpace>
-TailoredGemmWork<ExecSpace> make_tailored_gemm_work(const std::vector<int>& task_rows,
-                                                    const TailoringPlan& plan,
-                                                    int gram_groups = 0) {
+TailoredGemmWork<ExecSpace> make_tailored_gemm_work(
+    const std::vector<int>& task_rows, const TailoringPlan& plan, int gram_groups = 0,
+    ResidualPlates residual_plates = ResidualPlates::own_team) {
   WorkspaceAllocator<typename TailoredGemmWork<ExecSpace>::memory_space> alloc;
-  return make_tailored_gemm_work<ExecSpace>(task_rows, plan, gram_groups, alloc);
+  return make_tailored_gemm_work<ExecSpace>(task_rows, plan, gram_groups, alloc, residual_plates);
 }
 
 /// Scalars of partial-Gram workspace a level needs (one set of upper tiles

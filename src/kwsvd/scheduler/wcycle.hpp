@@ -268,9 +268,9 @@ TailoringPlan plan_wcycle_level(
                                wcycle_fallback_widest_max_blocks(int(sizeof(Scalar))));
   // A caller's width stands: choose_wcycle_plan's few blocks narrow the
   // widest candidate (80 columns at w = 24 to 4 blocks of 20), but the
-  // scheduler cuts the blocks by the caller's width and sizes the GEMMs' work
-  // by the plan's (make_tailored_gemm_work), which must agree. Widening leaves an off-table width
-  // as it is: that width is the cap.
+  // scheduler cuts a level's blocks by its plan's w, which is then the
+  // caller's. Widening leaves an off-table width as it is: that width is
+  // the cap.
   if (width > 0)
     plan.w = width;
   else
@@ -550,7 +550,7 @@ class WcycleLevelSolver {
   bool has_streams() const { return !streams_.empty(); }
 
   /// w_1, the column-block width of level 1.
-  int width() const { return widths_.empty() ? 0 : widths_.front(); }
+  int width() const { return plans_.empty() ? 0 : plans_.front().w; }
   /// The tailoring plan of level 1's GEMMs.
   const TailoringPlan& plan() const { return plans_.front(); }
   const WcyclePlanSummary& summary() const { return summary_; }
@@ -909,7 +909,6 @@ class WcycleLevelSolver {
   void plan_levels(const std::vector<MatrixShape>& work, const char* fn) {
     if (options_.level_widths.empty()) {
       plans_.push_back(plan_wcycle_level<ExecSpace, Scalar>(work, limit_));
-      widths_.push_back(plans_.back().w);
     } else {
       const auto& lw = options_.level_widths;
       if (!gram_evd_fits_within<ExecSpace, Scalar>(2 * lw.back(), limit_)) {
@@ -920,10 +919,8 @@ class WcycleLevelSolver {
                 " (w <= " + std::to_string(widest_evd_block<ExecSpace, Scalar>(limit_, true)) +
                 " of 48, 32, 24, 16, 8); got " + format_widths(lw));
       }
-      for (int w : lw) {
+      for (int w : lw)
         plans_.push_back(plan_wcycle_level<ExecSpace, Scalar>(work, limit_, w));
-        widths_.push_back(w);
-      }
     }
   }
 
@@ -962,7 +959,7 @@ class WcycleLevelSolver {
     const int count = int(blocks.size());
     if (count < 2)
       return;
-    const int w = widths_[std::size_t(h)];
+    const int w = plans_[std::size_t(h)].w;
     const bool svd = options_.pair_svd && pair_svd_fits<ExecSpace, Scalar>(g.rows, w, limit_);
     const bool evd = gram_evd_fits_within<ExecSpace, Scalar>(2 * w, limit_);
     const auto order = block_pair_ordering(count);
@@ -971,7 +968,7 @@ class WcycleLevelSolver {
       for (const auto& [i, j] : order[std::size_t(step)]) {
         const ColumnBlock& bi = blocks[std::size_t(i)];
         const ColumnBlock& bj = blocks[std::size_t(j)];
-        if (svd || evd || h + 1 == int(widths_.size())) {
+        if (svd || evd || h + 1 == int(plans_.size())) {
           StepTasks& s = steps[path];
           auto& tasks = svd ? s.svd : s.evd;
           tasks.push_back(
@@ -986,8 +983,8 @@ class WcycleLevelSolver {
           }
         } else {
           std::vector<ColumnBlock> sub;
-          split_block(bi, widths_[std::size_t(h) + 1], sub);
-          split_block(bj, widths_[std::size_t(h) + 1], sub);
+          split_block(bi, plans_[std::size_t(h) + 1].w, sub);
+          split_block(bj, plans_[std::size_t(h) + 1].w, sub);
           plan_blocks(b, g, h + 1, path, sub, steps);
         }
       }
@@ -1001,7 +998,8 @@ class WcycleLevelSolver {
   void build_steps(const std::vector<WorkGeometry>& geometry, const std::vector<int>& blocked,
                    int parts) {
     summary_ = WcyclePlanSummary{};
-    summary_.widths = widths_;
+    for (const auto& plan : plans_)
+      summary_.widths.push_back(plan.w);
     for (int p = 0; p < parts; ++p) {
       std::vector<int> matrices;
       for (std::size_t k = std::size_t(p); k < blocked.size(); k += std::size_t(parts))
@@ -1022,7 +1020,7 @@ class WcycleLevelSolver {
     std::vector<int> path;
     for (const int b : matrices) {
       const auto& g = geometry[std::size_t(b)];
-      const int wb = wcycle_block_width(widths_.front(), g.cols);
+      const int wb = wcycle_block_width(plans_.front().w, g.cols);
       std::vector<ColumnBlock> blocks;
       split_block({0, g.cols}, wb, blocks);
       plan_blocks(b, g, 0, path, blocks, planned);
@@ -1031,8 +1029,8 @@ class WcycleLevelSolver {
     for (auto& [key, lists] : planned) {
       Step step;
       step.level = int(key.size()) - 1;
-      step.w = widths_[std::size_t(step.level)];
       const TailoringPlan& plan = plans_[std::size_t(step.level)];
+      step.w = plan.w;
       step.svd_pairs = int(lists.svd.size());
       step.evd_pairs = int(lists.evd.size());
       std::vector<Task> update;
@@ -1232,7 +1230,8 @@ class WcycleLevelSolver {
   bool completes_left_ = false;
   SvdOptions options_;
   WorkspaceAllocator<memory_space> alloc_;  // every device buffer below, and their bytes
-  std::vector<int> widths_;
+  // Each level's GEMM plan; its w is the level's width (block cuts, groups,
+  // GEMM work): one copy, so the blocks and the GEMMs cannot disagree.
   std::vector<TailoringPlan> plans_;
   std::size_t limit_ = 0;  // scratch bytes the groups are planned with
   WcyclePlanSummary summary_;

@@ -115,10 +115,10 @@ constexpr double wcycle_widest_tlp_share = 0.4;
 /// widest candidate's plates, w = ceil(N / count) rounded up to even, N the
 /// batch's most columns; a width none of the candidates may have, so that a
 /// caller who fixes the width keeps it: plan_wcycle_level). Such a call is a
-/// chain of Jacobi steps, (N / w - 1)
-/// outer steps of 2w - 1 inner ones, which fall with w once w passes
-/// sqrt(N / 2): at 128 columns 3 x 63 = 189 at w = 32 against 7 x 31 = 217
-/// at w = 16. Float's 64 x 64 EVD (J in scratch, 256 threads) takes about
+/// chain of Jacobi steps, (N / w - 1) outer steps of 2w - 1 inner ones,
+/// which fall with w once w passes sqrt(N / 2): at 128 columns 3 x 63 = 189
+/// at w = 32 against 7 x 31 = 217 at w = 16. Float's 64 x 64 EVD (J in
+/// scratch, 256 threads) takes about
 /// the time of the 32 x 32 one a step: H100, Fig. 8(b) float 128^2 x 10,
 /// w = 32 2.269 ms against w = 16 2.490 (-8.9%; the H200 above: -6.3%),
 /// 256^2 x 10 (8 blocks) 6.032 against 6.085. Double's widest EVD that keeps
