@@ -252,8 +252,10 @@ TYPED_TEST(TailoredGemm, GramMatchesReferenceForEveryWidth) {
                     ASSERT_LE(std::abs(got - ref), tol * mag + 1e-300)
                         << "w " << w << " groups " << groups << " delta " << delta
                         << (items == GramItems::wide ? " wide" : " narrow")
-                        << (storage == Storage::packed ? " packed" : "") << " task " << t
-                        << " entry (" << a << ", " << b << ")";
+                        << (storage == Storage::packed ? " packed" : "")
+                        << (residuals == ResidualPlates::packed ? " residuals packed"
+                                                                : " residuals own team")
+                        << " task " << t << " entry (" << a << ", " << b << ")";
                   }
               }
               // Without the cross-plate launch, the Gram EVD summing the plates as
@@ -267,7 +269,9 @@ TYPED_TEST(TailoredGemm, GramMatchesReferenceForEveryWidth) {
                 EXPECT_EQ(evd_of_grams(B2, tasks, n2, &sums),
                           evd_of_grams<T>(B, tasks, n2, nullptr))
                     << "w " << w << " groups " << groups << " delta " << delta
-                    << (items == GramItems::wide ? " wide" : " narrow");
+                    << (items == GramItems::wide ? " wide" : " narrow")
+                    << (residuals == ResidualPlates::packed ? " residuals packed"
+                                                            : " residuals own team");
               }
             }
 }
@@ -342,6 +346,8 @@ TYPED_TEST(TailoredGemm, FusedUpdateMatchesReferenceForEveryWidth) {
                 ASSERT_LE(std::abs(double(h(task.matrix, r, col)) - ref), tol * mag)
                     << "w " << w << " delta " << delta << " task " << t << " row " << r << " col "
                     << col << (items == UpdateItems::wide ? " wide" : " narrow")
+                    << (residuals == ResidualPlates::packed ? " residuals packed"
+                                                            : " residuals own team")
                     << (masked ? " (masked or not rotating)" : "");
               }
             }
