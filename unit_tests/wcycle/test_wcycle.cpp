@@ -1479,6 +1479,64 @@ TEST(WcyclePlan, CallersWidthStandsBelowTheThreshold) {
   EXPECT_EQ(svd.block_width(), 24);
 }
 
+// A small batch of nearly square matrices of 97 to 192 columns takes six or
+// eight blocks (at most 20 columns in double, 24 in float) where the
+// engine's narrow plan makes more, planned as that width forced
+// (wcycle_few_blocks_width); larger batches, tall matrices and more columns
+// keep the engine's plan. The GPU's threshold and scratch, on any backend.
+TEST(WcyclePlan, SmallBatchesTakeSixOrEightBlocks) {
+  const kwsvd::test::GpuThresholdScope gpu_threshold("few_blocks");
+  using kwsvd::MatrixShape;
+  using kwsvd::Impl::plan_wcycle_level;
+  using kwsvd::Impl::wcycle_block_count;
+  constexpr std::size_t gpu_scratch = 40936;
+  const auto square = [](int batch, int n) { return std::vector<MatrixShape>(batch, {n, n}); };
+  // double: 6 of 20 at 120, 8 of 18 at 140, 8 of 20 at 160; 128 stays at
+  // 8 of 16; 100 keeps the engine's 6 of 18; 176 would need 22.
+  for (auto [n, w] : {std::pair{120, 20}, std::pair{140, 18}, std::pair{160, 20},
+                      std::pair{128, 16}, std::pair{100, 18}, std::pair{176, 16}}) {
+    for (const int batch : {1, 10}) {
+      const auto plan = plan_wcycle_level<Exec, double>(square(batch, n), gpu_scratch);
+      EXPECT_EQ(plan.w, w) << n << " x " << batch;
+      // The forced width's plan, plates and threads included.
+      if (w != 16 && n != 100) {
+        EXPECT_EQ(plan, (plan_wcycle_level<Exec, double>(square(batch, n), gpu_scratch, w)))
+            << n << " x " << batch;
+      }
+    }
+  }
+  // float: 6 of 24 at 140 (also at batch 10, whose narrow plan passes the
+  // threshold by float's row alignment), 8 of 24 at 192; 128 keeps 4 of 32.
+  for (auto [n, w] :
+       {std::pair{132, 22}, std::pair{140, 24}, std::pair{192, 24}, std::pair{128, 32}}) {
+    for (const int batch : {1, 10}) {
+      EXPECT_EQ((plan_wcycle_level<Exec, float>(square(batch, n), gpu_scratch).w), w)
+          << n << " x " << batch;
+    }
+  }
+  for (int n = 97; n <= 192; ++n) {
+    const int w = plan_wcycle_level<Exec, float>(square(1, n), gpu_scratch).w;
+    const int blocks = wcycle_block_count(w, n);
+    EXPECT_TRUE(w % 2 == 0 && w <= 32 && blocks % 2 == 0 && blocks <= 8) << n << ": " << w;
+  }
+  // Not where four blocks of the widest candidate would serve (float 128
+  // columns at batch 20, above the threshold: the engine's w = 16).
+  EXPECT_EQ((plan_wcycle_level<Exec, float>(square(20, 128), gpu_scratch).w), 16);
+  EXPECT_EQ((plan_wcycle_level<Exec, float>(square(20, 112), gpu_scratch).w), 16);
+  // Not past eight blocks, not for tall matrices, not for large batches.
+  EXPECT_EQ((plan_wcycle_level<Exec, float>(square(1, 230), gpu_scratch).w), 16);
+  EXPECT_EQ(
+      (plan_wcycle_level<Exec, float>(std::vector<MatrixShape>(1, {400, 140}), gpu_scratch).w), 16);
+  EXPECT_NE((plan_wcycle_level<Exec, double>(square(200, 140), gpu_scratch).w), 18);
+  // The rule alone: below twice the threshold only.
+  const auto candidates = kwsvd::tailoring_candidates(140, 24);
+  EXPECT_EQ(kwsvd::wcycle_few_blocks_width(candidates, square(10, 140), 92682, 24, 8), 18);
+  EXPECT_EQ(kwsvd::wcycle_few_blocks_width(candidates, square(10, 140), 92682, 24, 4), 24);
+  EXPECT_EQ(kwsvd::wcycle_few_blocks_width(candidates, square(100, 140), 92682, 24, 8), 0);
+  EXPECT_EQ(kwsvd::wcycle_few_blocks_width(candidates, square(10, 140), 92682, 16, 8), 0);
+  EXPECT_EQ(kwsvd::wcycle_few_blocks_width({}, square(10, 140), 92682, 24, 8), 0);
+}
+
 // A level's width is narrowed as far as no matrix gets more blocks, so that
 // no pair pays the full width for a narrow last block; the engine's choice
 // reaches the plan (planned for 32 KB of scratch, as on the host backends).

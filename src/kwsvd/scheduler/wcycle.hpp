@@ -271,12 +271,18 @@ TailoringPlan plan_wcycle_level(
   // scheduler cuts a level's blocks by its plan's w, which is then the
   // caller's. Widening leaves an off-table width as it is: that width is
   // the cap.
-  if (width > 0)
+  if (width > 0) {
     plan.w = width;
-  else
-    plan.w =
-        balanced_wcycle_width(widened_wcycle_width(plan.w, shapes, std::min(w_max, half)), shapes);
-  return plan;
+    return plan;
+  }
+  plan.w =
+      balanced_wcycle_width(widened_wcycle_width(plan.w, shapes, std::min(w_max, half)), shapes);
+  // A small batch of nearly square matrices: six or eight blocks where the
+  // engine's plan is narrower (makes more), planned as a caller's width
+  // would be.
+  const int few =
+      wcycle_few_blocks_width(candidates, shapes, threshold, w_max, int(sizeof(Scalar)));
+  return few > plan.w ? plan_wcycle_level<ExecSpace, Scalar>(shapes, limit, few) : plan;
 }
 
 /// Columns of a working matrix per team of the load and finish launches

@@ -137,6 +137,40 @@ TailoringPlan choose_wcycle_plan(const std::vector<TailoringPlan>& candidates,
   return engine;
 }
 
+int wcycle_few_blocks_width(const std::vector<TailoringPlan>& candidates,
+                            const std::vector<MatrixShape>& shapes, double tlp_threshold,
+                            int widest_evd_w, int scalar_bytes) {
+  // The rule's bounds (the header says where they come from).
+  constexpr double tlp_share = 2.0;
+  constexpr int first_count = 6, last_count = 8;
+  const int max_w = std::min(widest_evd_w, scalar_bytes > 4 ? 20 : 24);
+  // Small: even the most parallel candidate is below tlp_share thresholds.
+  double most_tlp = 0;
+  for (const auto& p : candidates)
+    most_tlp = std::max(most_tlp, tailoring_tlp(p, shapes));
+  if (candidates.empty() || !(most_tlp < tlp_share * tlp_threshold))
+    return 0;
+  int max_cols = 0, max_rows = 0;
+  for (const auto& s : shapes) {
+    max_cols = std::max(max_cols, s.cols);
+    max_rows = std::max(max_rows, s.rows);
+  }
+  // Not where the widest candidate's four blocks could serve (choose_wcycle_
+  // plan's rule below the threshold; float 128 x 128 x 20, above it, lost
+  // 19% in 6 blocks of 22 against the engine's w = 16).
+  const int widest = candidates.front().w;
+  if (!(max_rows < wcycle_fallback_widest_max_aspect * max_cols) ||
+      max_cols <= (first_count - 2) * widest)
+    return 0;
+  for (int count = first_count; count <= last_count; count += 2) {
+    int w = (max_cols + count - 1) / count;
+    w += w % 2;
+    if (w >= wcycle_fallback_min_w && w <= max_w && (max_cols + w - 1) / w == count)
+      return w;
+  }
+  return 0;
+}
+
 TuningParameters default_tuning_parameters(bool gpu) {
   if (gpu)
     return {gpu_tlp_threshold, "NVIDIA H200", "built-in default (calibrated on an NVIDIA H200)"};

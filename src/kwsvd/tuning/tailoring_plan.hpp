@@ -156,6 +156,37 @@ constexpr int wcycle_fallback_widest_max_blocks(int /*scalar_bytes*/) {
   return 4;
 }
 
+/// The width of six or eight blocks that the W-cycle takes for a small batch
+/// of nearly square matrices instead of the engine's narrow plan (0 where it
+/// keeps the engine's): the fewest even count of blocks past
+/// choose_wcycle_plan's four, up to eight, whose width, ceil(N / count)
+/// rounded up to even (N the batch's most columns), is at most 20 columns in
+/// double and 24 in float (scalar_bytes), at most `widest_evd_w` and at
+/// least wcycle_fallback_min_w. "Small": even the most parallel candidate is
+/// below twice the threshold (10 matrices of 140 columns, whose narrow plan
+/// float's row alignment lifts just past the threshold, but not 30);
+/// "nearly square": fewer than wcycle_fallback_widest_max_aspect rows a
+/// column. Only past four blocks of the widest candidate (97 columns in
+/// double, 129 in float), whose range choose_wcycle_plan's four blocks
+/// serve. plan_wcycle_level plans that width as a caller's (SvdOptions::
+/// level_widths) where the engine's is narrower.
+///
+/// Why: such a call is a chain of W-cycle steps of one Gram, one EVD and one
+/// update launch each, and the engine's w = 16 cuts 129 to 192 columns into
+/// 9 to 12 blocks, 9 to 11 steps of 31 EVD steps a sweep; 6 or 8 blocks take
+/// 5 or 7 steps of up to 47 or 39 EVD steps, with fewer launches. Double's
+/// EVD grows slower with n' past 40 (192 threads at n' = 48), so its blocks
+/// stop at 20 columns. H200, against the engine, best of two
+/// (perf_tests/notes/wcycle.md, "Six or eight blocks"), batch 1 / 10: double
+/// 120^2 in 6 of 20 -8 / -11%, 136^2 to 144^2 in 8 of 18 -5 to -14%, 148^2 to
+/// 160^2 in 8 of 20 -1 to -8%; float 132^2 to 144^2 in 6 of 22 or 24 -8 to
+/// -19%, 148^2 to 192^2 in 8 of 20 to 24 -2 to -10%. Wider blocks lose: double
+/// 128^2 in 6 of 22 +30 / +21%, 176^2 and 192^2 in 8 of 22 and 24 +5 to +10%;
+/// float 150^2 to 230^2 in 6 or 8 of 26 to 30 up to +16%.
+int wcycle_few_blocks_width(const std::vector<TailoringPlan>& candidates,
+                            const std::vector<MatrixShape>& shapes, double tlp_threshold,
+                            int widest_evd_w, int scalar_bytes);
+
 /// Built-in parameters: for GPUs the threshold calibrated on an NVIDIA H200
 /// (and used for the H100, the same SM count class); for host backends a
 /// threshold of 1, which selects the widest, most cache-friendly plan.
