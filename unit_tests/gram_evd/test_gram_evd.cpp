@@ -654,9 +654,17 @@ TEST(GramEvdPlan, SmallQuotientIsExactInItsRange) {
   }
 }
 
+// upper_block walks both the kernel's off-diagonal 2 x 2 blocks (w up to
+// gram_evd_max_n / 2) and, at w = n', the upper triangle it loads and scales
+// (n' up to gram_evd_max_n).
 TEST(GramEvdPlan, UpperBlocksAreEachVisitedOnce) {
-  for (int w = 1; w <= 40; ++w) {
-    std::vector<int> seen(w * w, 0);
+  std::vector<int> sizes;
+  for (int w = 1; w <= 130; ++w)
+    sizes.push_back(w);
+  for (int w : {255, 256, 511, 512, 1023, 1024, 2047, kwsvd::Impl::gram_evd_max_n})
+    sizes.push_back(w);
+  for (int w : sizes) {
+    std::vector<int> seen(std::size_t(w) * w, 0);
     for (int e = 0; e < w * (w + 1) / 2; ++e) {
       int P, Q;
       kwsvd::Impl::upper_block(w, 1.0f / float(w + 1), e, P, Q);

@@ -34,7 +34,9 @@ struct PlateSumHooks {
   kwsvd::Impl::GramPlateSums<T> gram;
   KOKKOS_INLINE_FUNCTION bool skip(int) const { return false; }
   KOKKOS_INLINE_FUNCTION void done(int, bool, bool) const {}
-  KOKKOS_INLINE_FUNCTION T gram_entry(int t, int row, int col) const { return gram(t, row, col); }
+  KOKKOS_INLINE_FUNCTION typename kwsvd::Impl::GramPlateSums<T>::TaskGram gram_source(int t) const {
+    return gram.task(t);
+  }
 };
 
 // One sweep of the Gram EVD of every task's Gram: from B (`hooks` absent)

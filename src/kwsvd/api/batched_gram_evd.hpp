@@ -35,9 +35,9 @@ namespace Impl {
 /// batched_gram_evd skips nothing and reports nothing; the W-cycle's hooks
 /// (scheduler/wcycle.hpp) skip the pairs of converged matrices and mark the
 /// pairs that rotate, two launches a step fewer. Hooks with a member
-/// gram_entry(b, row, col) supply matrix b's entries (row <= col) in place
-/// of B: the W-cycle's sum the plates of its Grams (one launch a step fewer
-/// again). Hooks with members small_off2 and small_sin2 set
+/// gram_source(b) supply matrix b's entries in place of B: an accessor
+/// whose (row, col), row <= col, is the entry; the W-cycle's sum the plates
+/// of its Grams (one launch a step fewer again). Hooks with members small_off2 and small_sin2 set
 /// GramEvdControl's, which define `large` (the W-cycle's stopping test);
 /// without them `large` is false.
 struct GramEvdNoHooks {
@@ -46,11 +46,11 @@ struct GramEvdNoHooks {
   KOKKOS_INLINE_FUNCTION void done(int /*b*/, bool /*rotated*/, bool /*large*/) const {}
 };
 
-/// Whether Hooks supplies the matrices' entries (gram_entry).
+/// Whether Hooks supplies the matrices' entries (gram_source).
 template <class Hooks, class = void>
 struct hooks_supply_entries : std::false_type {};
 template <class Hooks>
-struct hooks_supply_entries<Hooks, std::void_t<decltype(&Hooks::gram_entry)>> : std::true_type {};
+struct hooks_supply_entries<Hooks, std::void_t<decltype(&Hooks::gram_source)>> : std::true_type {};
 
 /// Whether Hooks bounds small rotations (small_off2, small_sin2).
 template <class Hooks, class = void>
@@ -86,6 +86,23 @@ struct BatchedGramEvdFunctor {
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const int b = member.league_rank();
+    if constexpr (hooks_supply_entries<Hooks>::value) {
+      // The hooks' accessor is made before the skip test, so that its own
+      // reads (the W-cycle's: the pair's plate range) go out with the skip
+      // test's instead of after them: both are the launch's first reads of
+      // memory, which every team waits for.
+      solve_matrix(member, b, hooks.gram_source(b));
+    } else {
+      StridedMatrix<const Scalar> a = B;
+      a.data += b * b_batch_stride;
+      solve_matrix(member, b, a);
+    }
+  }
+
+  /// Matrix b's EVD, its upper triangle read from source(row, col).
+  template <class Source>
+  KOKKOS_INLINE_FUNCTION void solve_matrix(const Member& member, const int b,
+                                           const Source& source) const {
     if (hooks.skip(b)) {
       write_info(member, info + b * info_stride, 0, true, false);
       if constexpr (Hooks::reports)
@@ -102,27 +119,19 @@ struct BatchedGramEvdFunctor {
     ScratchVector<Scalar> c(member.team_scratch(0), rotations);
     ScratchVector<Scalar> s(member.team_scratch(0), rotations);
     ScratchVector<int> ints(member.team_scratch(0), Impl::gram_evd_int_count(int(ne)));
-    StridedMatrix<const Scalar> a = B;
-    a.data += b * b_batch_stride;
     StridedMatrix<Scalar> j = J;
     j.data += b * j_batch_stride;
     GramEvdScratch<Scalar> ws{Bs.data(), Js.data(), c.data(), s.data(), nullptr, nullptr, nullptr};
     ws.set_ints(ints.data(), int(ne));
     const GramEvdOutput<Scalar> out{lambda + b * lambda_batch_stride, lambda_stride, j,
                                     info + b * info_stride};
-    const auto solve = [&](const auto& source) {
-      if constexpr (RegisterN > 0) {
-        RegisterEigenvectors<Scalar, RegisterN, register_rows> vecs;
-        gram_evd_team(member, source, n, ws, out, control, vecs);
-      } else {
-        ScratchEigenvectors<Scalar, DeferJ> vecs{Js.data()};
-        gram_evd_team(member, source, n, ws, out, control, vecs);
-      }
-    };
-    if constexpr (hooks_supply_entries<Hooks>::value)
-      solve([&](const int row, const int col) { return hooks.gram_entry(b, row, col); });
-    else
-      solve(a);
+    if constexpr (RegisterN > 0) {
+      RegisterEigenvectors<Scalar, RegisterN, register_rows> vecs;
+      gram_evd_team(member, source, n, ws, out, control, vecs);
+    } else {
+      ScratchEigenvectors<Scalar, DeferJ> vecs{Js.data()};
+      gram_evd_team(member, source, n, ws, out, control, vecs);
+    }
     if constexpr (Hooks::reports) {
       // J = I exactly when the EVD converged without a rotating sweep (a
       // step that rotates nothing changes nothing). The barrier makes the

@@ -516,6 +516,58 @@ KOKKOS_INLINE_FUNCTION constexpr GramEvdStop gram_evd_stop() {
                                              : GramEvdStop::sweep_then_pass;
 }
 
+/// Entries of the upper triangle that one item of
+/// load_upper_with_max_magnitude reads before it stores any.
+constexpr int gram_evd_load_batch = 4;
+
+/// B(r, c) = entry(r, c) for r <= c < ne (column-major, leading dimension
+/// ldb), returning the largest magnitude_or_inf of the entries (the load and
+/// the NaN/Inf scan in one pass). The upper triangle is one flat range over
+/// every lane of the team (upper_block), each item gram_evd_load_batch
+/// entries (e = q, q + items, ...) whose reads it issues before it stores
+/// any, so that the reads of a costly entry (the W-cycle's sum of a Gram's
+/// plates, in global memory) overlap instead of each waiting for the store
+/// before it. Before, a thread per column and its vector lanes over the rows
+/// left the last columns' lanes c / lanes reads in turn, each after the
+/// previous store (H200, ncu, double 128^2 x 10: the load was about 30% of
+/// an EVD launch with nothing to rotate, 4 of its 13.5 us).
+template <class Member, class Scalar, class Entry>
+KOKKOS_INLINE_FUNCTION Scalar load_upper_with_max_magnitude(const Member& member, int ne,
+                                                            const Entry& entry, Scalar* B,
+                                                            std::size_t ldb) {
+  constexpr int batch = gram_evd_load_batch;
+  const int count = ne * (ne + 1) / 2;
+  const int items = (count + batch - 1) / batch;
+  const float inv_ne1 = 1.0f / float(ne + 1);
+  Scalar amax = 0;
+  Kokkos::parallel_reduce(
+      Kokkos::TeamVectorRange(member, items),
+      [&](const int q, Scalar& lane_max) {
+        Scalar x[batch];
+        int at[batch];
+        KWSVD_UNROLL
+        for (int k = 0; k < batch; ++k) {
+          const int e = q + k * items;
+          int row = 0, col = 0;
+          if (e < count)
+            upper_block(ne, inv_ne1, e, row, col);
+          at[k] = e < count ? row + int(ldb) * col : -1;
+          x[k] = e < count ? entry(row, col) : Scalar(0);
+        }
+        KWSVD_UNROLL
+        for (int k = 0; k < batch; ++k) {
+          if (at[k] < 0)
+            continue;
+          B[at[k]] = x[k];
+          const Scalar ax = magnitude_or_inf(x[k]);
+          if (ax > lane_max)
+            lane_max = ax;
+        }
+      },
+      Kokkos::Max<Scalar>(amax));
+  return amax;
+}
+
 /// The EVD B = J diag(lambda) J^T of the team's symmetric matrix A (upper
 /// triangle read: A(row, col), row <= col; a StridedMatrix or any accessor,
 /// such as the W-cycle's sum of a Gram's plates), J accumulated in `vecs`
@@ -530,14 +582,13 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
   const std::size_t ldb = std::size_t(gram_evd_ld_b(ne));  // B
   Scalar* const B = ws.B;
 
-  // 1. Load the upper triangle into both triangles (odd n: zero last row and
-  //    column), J = I, and the largest magnitude (non-finite counts as Inf).
-  //    Each entry is read once: a source that sums a Gram's plates
-  //    (the W-cycle's) pays for each read.
-  const Scalar amax = copy_with_max_magnitude(
-      member, ne, ne,
+  // 1. Load the upper triangle (odd n: zero last column), J = I, and the
+  //    largest magnitude (non-finite counts as Inf). The sweeps read B's
+  //    upper triangle only.
+  const Scalar amax = load_upper_with_max_magnitude(
+      member, ne,
       [&](const int row, const int col) { return row < n && col < n ? A(row, col) : Scalar(0); }, B,
-      ldb, /*upper_only=*/true);
+      ldb);
   vecs.set_identity(member, ne);
 
   if (!(amax < scalar_limits<Scalar>::infinity())) {
@@ -551,9 +602,11 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
   //    tangent's squares in range whatever the scale of the input.
   const Scalar scale = power_of_two_scale(amax);
   member.team_barrier();
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, ne), [&](const int col) {
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ne),
-                         [&](const int row) { B[row + ldb * col] *= scale; });
+  const float inv_ne1 = 1.0f / float(ne + 1);
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, ne * (ne + 1) / 2), [&](const int e) {
+    int row, col;
+    upper_block(ne, inv_ne1, e, row, col);
+    B[row + ldb * col] *= scale;
   });
   // The table of off-diagonal blocks: one scratch load per block and step
   // instead of the index arithmetic of upper_block. Block (P, Q), P < Q, is
@@ -792,41 +845,55 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
     }
   }
 
-  // 3. lambda = diag(B) (unscaled) and J, in the requested order.
+  // 3. lambda = diag(B) (unscaled) and J, in the requested order: column c
+  //    goes to rank[c], its place among the columns by the outputs' rule
+  //    (sorts_before, ties by index; ascending is descending on -d). With
+  //    zero_columns_stay, a column whose diagonal is exactly zero keeps its
+  //    place and the others fill the remaining slots in order: the rank-th
+  //    of those that move (0-based) is movers[rank]. Each column's two
+  //    counts are one reduction over the vector lanes of a team thread;
+  //    before, one lane per column ran both loops over the n columns in turn
+  //    (ncu, H200, double 128^2 x 10: about 20% of an EVD launch with
+  //    nothing to rotate). The block table is done with (the last step ended
+  //    in a barrier): it takes the ranks, and the steps' pairs the movers.
   const Scalar unscale = Scalar(1) / scale;
-  auto rank_of = [&](const int c) {
-    if (ctl.order == EigenOrder::unsorted)
-      return c;
-    const Scalar dc = B[c + ldb * c];
-    const bool stays = ctl.zero_columns_stay;
-    if (stays && dc == Scalar(0))
-      return c;
-    // The outputs' rule (sorts_before, ties by index); ascending is
-    // descending on -d.
-    const bool descending = ctl.order == EigenOrder::descending;
-    int rank = 0;
-    for (int l = 0; l < n; ++l) {
-      const Scalar dl = B[l + ldb * l];
-      const bool before = descending ? sorts_before(dl, l, dc, c) : sorts_before(-dl, l, -dc, c);
-      rank += before && !(stays && dl == Scalar(0)) ? 1 : 0;
-    }
-    if (!stays)
-      return rank;
-    // The rank-th column (0-based) of those that move.
-    int slot = 0;
-    for (int moving = -1;; ++slot) {
-      moving += B[slot + ldb * slot] != Scalar(0) ? 1 : 0;
-      if (moving == rank)
-        return slot;
-    }
-  };
-  // The block table is done with (the last step ended in a barrier): it
-  // takes the ranks.
   int* const rank = ws.blocks;
+  int* const movers = ws.pair_ij;
+  const bool stays = ctl.zero_columns_stay;
+  const bool descending = ctl.order == EigenOrder::descending;
+  const auto moves = [&](const Scalar d) { return !(stays && d == Scalar(0)); };
+  if (ctl.order != EigenOrder::unsorted) {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](const int c) {
+      const Scalar dc = B[c + ldb * c];
+      // The moving columns sorted before c (low 16 bits; n <= gram_evd_max_n)
+      // and those before it in index order (high bits).
+      int counts = 0;
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(member, n),
+          [&](const int l, int& acc) {
+            const Scalar dl = B[l + ldb * l];
+            if (!moves(dl))
+              return;
+            const bool before =
+                descending ? sorts_before(dl, l, dc, c) : sorts_before(-dl, l, -dc, c);
+            acc += (before ? 1 : 0) + (l < c ? 1 << 16 : 0);
+          },
+          counts);
+      Kokkos::single(Kokkos::PerThread(member), [&]() {
+        rank[c] = moves(dc) ? counts & 0xffff : c;
+        if (stays && moves(dc))
+          movers[counts >> 16] = c;
+      });
+    });
+    member.team_barrier();
+  }
   Kokkos::parallel_for(Kokkos::TeamVectorRange(member, n), [&](const int c) {
-    const int rc = rank_of(c);
+    const Scalar dc = B[c + ldb * c];
+    int rc = c;
+    if (ctl.order != EigenOrder::unsorted)
+      rc = stays && moves(dc) ? movers[rank[c]] : rank[c];
     rank[c] = rc;
-    out.lambda[rc * out.lambda_stride] = B[c + ldb * c] * unscale;
+    out.lambda[rc * out.lambda_stride] = dc * unscale;
   });
   member.team_barrier();
   // B is done with (the ranks are in): it is the work of J's corrections to

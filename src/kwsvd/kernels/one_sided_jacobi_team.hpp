@@ -261,25 +261,21 @@ KOKKOS_INLINE_FUNCTION Scalar magnitude_or_inf(Scalar x) {
 /// dimension ldx), returning the team's largest magnitude_or_inf of the
 /// entries: the load and the NaN/Inf scan of every kernel in one pass.
 /// Columns over team threads, rows over vector lanes (contiguous stores).
-/// `upper_only` (a symmetric matrix, rows == cols): only entries r <= c are
-/// read, each stored to (r, c) and (c, r), so that a costly entry (a sum of
-/// a Gram's plates) is read once.
+/// (The Gram EVD's symmetric load: load_upper_with_max_magnitude.)
 template <class Member, class Scalar, class Entry>
 KOKKOS_INLINE_FUNCTION Scalar copy_with_max_magnitude(const Member& member, int rows, int cols,
                                                       const Entry& entry, Scalar* X,
-                                                      std::size_t ldx, bool upper_only = false) {
+                                                      std::size_t ldx) {
   Scalar amax = 0;
   Kokkos::parallel_reduce(
       Kokkos::TeamThreadRange(member, cols),
       [&](const int c, Scalar& team_max) {
         Scalar col_max = 0;
         Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(member, upper_only ? c + 1 : rows),
+            Kokkos::ThreadVectorRange(member, rows),
             [&](const int r, Scalar& lane_max) {
               const Scalar x = entry(r, c);
               X[r + ldx * c] = x;
-              if (upper_only)
-                X[c + ldx * r] = x;
               const Scalar ax = magnitude_or_inf(x);
               if (ax > lane_max)
                 lane_max = ax;

@@ -555,26 +555,45 @@ struct GramPlateSums {
     return single_plates_written && task_is_one_plate(partial_begin, t);
   }
 
-  KOKKOS_INLINE_FUNCTION Scalar operator()(int t, int a, int b) const {
-    const int n = 2 * w;
-    if (in_B(t))
-      return B[std::size_t(t) * std::size_t(n) * std::size_t(n) + std::size_t(a) +
-               std::size_t(n) * std::size_t(b)];
-    if (a / gemm_tile > b / gemm_tile) {
-      const int tmp = a;
-      a = b;
-      b = tmp;
+  /// The Gram of one task, its plate range read once (task()).
+  struct TaskGram {
+    const Scalar* B;       // the task's B where its Gram is there, else null
+    const Scalar* plates;  // its first plate's upper tiles
+    std::size_t plate_size;
+    int plates_count, n;
+
+    KOKKOS_INLINE_FUNCTION Scalar operator()(int a, int b) const {
+      if (B != nullptr)
+        return B[std::size_t(a) + std::size_t(n) * std::size_t(b)];
+      if (a / gemm_tile > b / gemm_tile) {
+        const int tmp = a;
+        a = b;
+        b = tmp;
+      }
+      const int P = a / gemm_tile, Q = b / gemm_tile;
+      const std::size_t at = std::size_t(gram_tile_index(P, Q)) * gemm_tile * gemm_tile +
+                             std::size_t((a - P * gemm_tile) * gemm_tile + (b - Q * gemm_tile));
+      Scalar sum = 0;
+      for (int p = 0; p < plates_count; ++p)
+        sum += plates[std::size_t(p) * plate_size + at];
+      return sum;
     }
-    const int P = a / gemm_tile, Q = b / gemm_tile;
-    const int tile = gram_tile_index(P, Q);
-    const int k = (a - P * gemm_tile) * gemm_tile + (b - Q * gemm_tile);
-    const std::size_t slot_size = std::size_t(gram_upper_tiles(w)) * gemm_tile * gemm_tile;
-    const std::size_t at = std::size_t(tile) * gemm_tile * gemm_tile + k;
-    Scalar sum = 0;
-    for (int p = partial_begin[t]; p < partial_begin[t + 1]; ++p)
-      sum += partial[p * slot_size + at];
-    return sum;
+  };
+
+  /// Task t's Gram, for a reader of many of its entries (the W-cycle's EVD
+  /// teams): the task's plate range (two loads) is read once, where each
+  /// entry read through operator() reads it again.
+  KOKKOS_INLINE_FUNCTION TaskGram task(int t) const {
+    const int p0 = partial_begin[t], p1 = partial_begin[t + 1];
+    const int n = 2 * w;
+    const std::size_t plate_size = std::size_t(gram_upper_tiles(w)) * gemm_tile * gemm_tile;
+    const bool in_b = single_plates_written && p1 - p0 == 1;
+    return TaskGram{in_b ? B + std::size_t(t) * std::size_t(n) * std::size_t(n) : nullptr,
+                    partial != nullptr ? partial + std::size_t(p0) * plate_size : nullptr,
+                    plate_size, p1 - p0, n};
   }
+
+  KOKKOS_INLINE_FUNCTION Scalar operator()(int t, int a, int b) const { return task(t)(a, b); }
 };
 
 template <class ExecSpace, class Scalar>

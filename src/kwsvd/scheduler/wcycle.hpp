@@ -397,8 +397,8 @@ struct WcycleEvdHooks {
     if (rotates_t && mask[b] == 0)
       Kokkos::atomic_fetch_or(&rotated[b], large ? rotation_any | rotation_large : rotation_any);
   }
-  KOKKOS_INLINE_FUNCTION Scalar gram_entry(int t, int row, int col) const {
-    return gram(t, row, col);
+  KOKKOS_INLINE_FUNCTION typename GramPlateSums<Scalar>::TaskGram gram_source(int t) const {
+    return gram.task(t);
   }
 };
 

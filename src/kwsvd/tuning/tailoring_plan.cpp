@@ -33,6 +33,24 @@ bool usable_threshold(double t) {
   return std::isfinite(t) && t > 0;
 }
 
+// The batch's largest rows and columns. The W-cycle's plans below the
+// threshold (choose_wcycle_plan's fallback, wcycle_few_blocks_width) take
+// its fewer blocks only for nearly square batches.
+struct BatchExtent {
+  int max_rows = 0, max_cols = 0;
+
+  bool nearly_square() const { return max_rows < wcycle_fallback_widest_max_aspect * max_cols; }
+};
+
+BatchExtent batch_extent(const std::vector<MatrixShape>& shapes) {
+  BatchExtent e;
+  for (const auto& s : shapes) {
+    e.max_cols = std::max(e.max_cols, s.cols);
+    e.max_rows = std::max(e.max_rows, s.rows);
+  }
+  return e;
+}
+
 }  // namespace
 
 double tailoring_tlp(const TailoringPlan& plan, const std::vector<MatrixShape>& shapes) {
@@ -106,11 +124,8 @@ TailoringPlan choose_wcycle_plan(const std::vector<TailoringPlan>& candidates,
                                  int fallback_widest_max_blocks) {
   const TailoringPlan engine = choose_tailoring_plan(candidates, shapes, tlp_threshold);
   const TailoringPlan& widest = candidates.front();
-  int max_cols = 0, max_rows = 0;
-  for (const auto& s : shapes) {
-    max_cols = std::max(max_cols, s.cols);
-    max_rows = std::max(max_rows, s.rows);
-  }
+  const BatchExtent extent = batch_extent(shapes);
+  const int max_cols = extent.max_cols;
   const int widest_blocks = (max_cols + widest.w - 1) / widest.w;
   if (tailoring_tlp(engine, shapes) >= tlp_threshold) {
     if (widest.w <= engine.w ||
@@ -123,8 +138,7 @@ TailoringPlan choose_wcycle_plan(const std::vector<TailoringPlan>& candidates,
   // fallback_widest_max_blocks (the header says why), each as narrow as
   // that count allows.
   const int blocks = widest_blocks + widest_blocks % 2;
-  if (blocks >= 2 && blocks <= fallback_widest_max_blocks &&
-      max_rows < wcycle_fallback_widest_max_aspect * max_cols) {
+  if (blocks >= 2 && blocks <= fallback_widest_max_blocks && extent.nearly_square()) {
     TailoringPlan p = widest;
     const int w = (max_cols + blocks - 1) / blocks;
     p.w = w + w % 2;
@@ -150,17 +164,13 @@ int wcycle_few_blocks_width(const std::vector<TailoringPlan>& candidates,
     most_tlp = std::max(most_tlp, tailoring_tlp(p, shapes));
   if (candidates.empty() || !(most_tlp < tlp_share * tlp_threshold))
     return 0;
-  int max_cols = 0, max_rows = 0;
-  for (const auto& s : shapes) {
-    max_cols = std::max(max_cols, s.cols);
-    max_rows = std::max(max_rows, s.rows);
-  }
+  const BatchExtent extent = batch_extent(shapes);
+  const int max_cols = extent.max_cols;
   // Not where the widest candidate's four blocks could serve (choose_wcycle_
   // plan's rule below the threshold; float 128 x 128 x 20, above it, lost
   // 19% in 6 blocks of 22 against the engine's w = 16).
   const int widest = candidates.front().w;
-  if (!(max_rows < wcycle_fallback_widest_max_aspect * max_cols) ||
-      max_cols <= (first_count - 2) * widest)
+  if (!extent.nearly_square() || max_cols <= (first_count - 2) * widest)
     return 0;
   for (int count = first_count; count <= last_count; count += 2) {
     int w = (max_cols + count - 1) / count;
