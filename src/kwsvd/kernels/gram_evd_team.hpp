@@ -517,8 +517,17 @@ KOKKOS_INLINE_FUNCTION constexpr GramEvdStop gram_evd_stop() {
 }
 
 /// Entries of the upper triangle that one item of
-/// load_upper_with_max_magnitude reads before it stores any.
-constexpr int gram_evd_load_batch = 4;
+/// load_upper_with_max_magnitude reads before it stores any: four in float,
+/// two in double, whose kernel sits at its register cap (64 a thread, from
+/// the launch bounds of four teams of 256): with four, ptxas spilled the
+/// sweep count inside the step loop (a load and two stores every step; H200,
+/// double 120^2 x 10: the W-cycle's EVD launch 52.0 -> 53.3 us against the
+/// previous load), with two it spills nothing there (that call 3.1% faster
+/// than with four).
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION constexpr int gram_evd_load_batch() {
+  return sizeof(Scalar) > 4 ? 2 : 4;
+}
 
 /// B(r, c) = entry(r, c) for r <= c < ne (column-major, leading dimension
 /// ldb), returning the largest magnitude_or_inf of the entries (the load and
@@ -529,13 +538,16 @@ constexpr int gram_evd_load_batch = 4;
 /// plates, in global memory) overlap instead of each waiting for the store
 /// before it. Before, a thread per column and its vector lanes over the rows
 /// left the last columns' lanes c / lanes reads in turn, each after the
-/// previous store (H200, ncu, double 128^2 x 10: the load was about 30% of
-/// an EVD launch with nothing to rotate, 4 of its 13.5 us).
+/// previous store (H200, ncu, double 128^2 x 10: the load took about 30% of
+/// the stall samples of an EVD launch with nothing to rotate). With the
+/// ranks' reductions below, such a launch went 12.8 -> 12.2 us there and
+/// 16.7 -> 14.4 us at 100^2 x 1, and whole float calls 2 to 5% faster
+/// (perf_tests/notes/wcycle.md, "The Gram EVD's prologue and epilogue").
 template <class Member, class Scalar, class Entry>
 KOKKOS_INLINE_FUNCTION Scalar load_upper_with_max_magnitude(const Member& member, int ne,
                                                             const Entry& entry, Scalar* B,
                                                             std::size_t ldb) {
-  constexpr int batch = gram_evd_load_batch;
+  constexpr int batch = gram_evd_load_batch<Scalar>();
   const int count = ne * (ne + 1) / 2;
   const int items = (count + batch - 1) / batch;
   const float inv_ne1 = 1.0f / float(ne + 1);
@@ -853,9 +865,10 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
   //    of those that move (0-based) is movers[rank]. Each column's two
   //    counts are one reduction over the vector lanes of a team thread;
   //    before, one lane per column ran both loops over the n columns in turn
-  //    (ncu, H200, double 128^2 x 10: about 20% of an EVD launch with
-  //    nothing to rotate). The block table is done with (the last step ended
-  //    in a barrier): it takes the ranks, and the steps' pairs the movers.
+  //    (ncu, H200, double 128^2 x 10: about 20% of the stall samples of an
+  //    EVD launch with nothing to rotate). The block table is done with (the
+  //    last step ended in a barrier): it takes the ranks, and the steps'
+  //    pairs the movers.
   const Scalar unscale = Scalar(1) / scale;
   int* const rank = ws.blocks;
   int* const movers = ws.pair_ij;
