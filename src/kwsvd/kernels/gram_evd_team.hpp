@@ -516,56 +516,84 @@ KOKKOS_INLINE_FUNCTION constexpr GramEvdStop gram_evd_stop() {
                                              : GramEvdStop::sweep_then_pass;
 }
 
-/// Entries of the upper triangle that one item of
-/// load_upper_with_max_magnitude reads before it stores any: four in float,
-/// two in double, whose kernel sits at its register cap (64 a thread, from
-/// the launch bounds of four teams of 256): with four, ptxas spilled the
-/// sweep count inside the step loop (a load and two stores every step; H200,
-/// double 120^2 x 10: the W-cycle's EVD launch 52.0 -> 53.3 us against the
-/// previous load), with two it spills nothing there (that call 3.1% faster
-/// than with four).
+/// Entries of the upper triangle that one item of UpperTriangleItems (the
+/// load and the scaling of gram_evd_team) reads before it stores any: four
+/// in float, two in double, whose kernel sits at its register cap (64 a
+/// thread, from the launch bounds of four teams of 256): with four, ptxas
+/// spilled the sweep count inside the step loop (a load and two stores
+/// every step; H200, double 120^2 x 10: the W-cycle's EVD launch 52.0 ->
+/// 53.3 us against the previous load), with two it spills nothing there
+/// (that call 3.1% faster than with four).
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION constexpr int gram_evd_load_batch() {
   return sizeof(Scalar) > 4 ? 2 : 4;
 }
 
+/// The upper triangle of an ne x ne matrix (column-major, leading dimension
+/// ldb) as one flat range of items over every lane of the team, each item
+/// gram_evd_load_batch entries e = q, q + items, ... (upper_block): the walk
+/// of gram_evd_team's load and of its scaling, whose items both issue every
+/// read before any store.
+template <class Scalar>
+struct UpperTriangleItems {
+  static constexpr int batch = gram_evd_load_batch<Scalar>();
+  int ne, count, items;
+  float inv_ne1;
+  std::size_t ldb;
+
+  KOKKOS_INLINE_FUNCTION UpperTriangleItems(int ne_, std::size_t ldb_)
+      : ne(ne_),
+        count(ne_ * (ne_ + 1) / 2),
+        items((ne_ * (ne_ + 1) / 2 + batch - 1) / batch),
+        inv_ne1(1.0f / float(ne_ + 1)),
+        ldb(ldb_) {}
+
+  /// Item q's entries: x[k] = reader(row, col, offset) of entry k, at[k] its
+  /// offset in the matrix (row + ldb col), or x[k] = 0 and at[k] = -1 past
+  /// the triangle's end; every read issued before the caller's stores.
+  template <class Reader>
+  KOKKOS_INLINE_FUNCTION void read_item(int q, const Reader& reader, Scalar (&x)[batch],
+                                        int (&at)[batch]) const {
+    KWSVD_UNROLL
+    for (int k = 0; k < batch; ++k) {
+      const int e = q + k * items;
+      int row = 0, col = 0;
+      if (e < count)
+        upper_block(ne, inv_ne1, e, row, col);
+      at[k] = e < count ? row + int(ldb) * col : -1;
+      x[k] = e < count ? reader(row, col, at[k]) : Scalar(0);
+    }
+  }
+};
+
 /// B(r, c) = entry(r, c) for r <= c < ne (column-major, leading dimension
 /// ldb), returning the largest magnitude_or_inf of the entries (the load and
-/// the NaN/Inf scan in one pass). The upper triangle is one flat range over
-/// every lane of the team (upper_block), each item gram_evd_load_batch
-/// entries (e = q, q + items, ...) whose reads it issues before it stores
-/// any, so that the reads of a costly entry (the W-cycle's sum of a Gram's
-/// plates, in global memory) overlap instead of each waiting for the store
-/// before it. Before, a thread per column and its vector lanes over the rows
-/// left the last columns' lanes c / lanes reads in turn, each after the
-/// previous store (H200, ncu, double 128^2 x 10: the load took about 30% of
-/// the stall samples of an EVD launch with nothing to rotate). With the
-/// ranks' reductions below, such a launch went 12.8 -> 12.2 us there and
-/// 16.7 -> 14.4 us at 100^2 x 1, and whole float calls 2 to 5% faster
-/// (perf_tests/notes/wcycle.md, "The Gram EVD's prologue and epilogue").
+/// the NaN/Inf scan in one pass). The upper triangle is UpperTriangleItems'
+/// flat range over every lane of the team, each item's reads issued before
+/// it stores any, so that the reads of a costly entry (the W-cycle's sum of
+/// a Gram's plates, in global memory) overlap instead of each waiting for
+/// the store before it. Before, a thread per column and its vector lanes
+/// over the rows left the last columns' lanes c / lanes reads in turn, each
+/// after the previous store (H200, ncu, double 128^2 x 10: the load took
+/// about 30% of the stall samples of an EVD launch with nothing to rotate).
+/// With the ranks' reductions below, such a launch went 12.8 -> 12.2 us
+/// there and 16.7 -> 14.4 us at 100^2 x 1, and whole float calls 2 to 5%
+/// faster (perf_tests/notes/wcycle.md, "The Gram EVD's prologue and
+/// epilogue").
 template <class Member, class Scalar, class Entry>
 KOKKOS_INLINE_FUNCTION Scalar load_upper_with_max_magnitude(const Member& member, int ne,
                                                             const Entry& entry, Scalar* B,
                                                             std::size_t ldb) {
-  constexpr int batch = gram_evd_load_batch<Scalar>();
-  const int count = ne * (ne + 1) / 2;
-  const int items = (count + batch - 1) / batch;
-  const float inv_ne1 = 1.0f / float(ne + 1);
+  const UpperTriangleItems<Scalar> upper(ne, ldb);
+  constexpr int batch = UpperTriangleItems<Scalar>::batch;
   Scalar amax = 0;
   Kokkos::parallel_reduce(
-      Kokkos::TeamVectorRange(member, items),
+      Kokkos::TeamVectorRange(member, upper.items),
       [&](const int q, Scalar& lane_max) {
         Scalar x[batch];
         int at[batch];
-        KWSVD_UNROLL
-        for (int k = 0; k < batch; ++k) {
-          const int e = q + k * items;
-          int row = 0, col = 0;
-          if (e < count)
-            upper_block(ne, inv_ne1, e, row, col);
-          at[k] = e < count ? row + int(ldb) * col : -1;
-          x[k] = e < count ? entry(row, col) : Scalar(0);
-        }
+        upper.read_item(
+            q, [&](const int row, const int col, int) { return entry(row, col); }, x, at);
         KWSVD_UNROLL
         for (int k = 0; k < batch; ++k) {
           if (at[k] < 0)
@@ -578,6 +606,25 @@ KOKKOS_INLINE_FUNCTION Scalar load_upper_with_max_magnitude(const Member& member
       },
       Kokkos::Max<Scalar>(amax));
   return amax;
+}
+
+/// B(r, c) *= scale for r <= c < ne (the matrix load_upper_with_max_magnitude
+/// stored), by the same items.
+template <class Member, class Scalar>
+KOKKOS_INLINE_FUNCTION void scale_upper(const Member& member, int ne, Scalar scale, Scalar* B,
+                                        std::size_t ldb) {
+  const UpperTriangleItems<Scalar> upper(ne, ldb);
+  constexpr int batch = UpperTriangleItems<Scalar>::batch;
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, upper.items), [&](const int q) {
+    Scalar x[batch];
+    int at[batch];
+    upper.read_item(
+        q, [&](int, int, const int offset) { return B[offset]; }, x, at);
+    KWSVD_UNROLL
+    for (int k = 0; k < batch; ++k)
+      if (at[k] >= 0)
+        B[at[k]] = x[k] * scale;
+  });
 }
 
 /// The EVD B = J diag(lambda) J^T of the team's symmetric matrix A (upper
@@ -614,12 +661,7 @@ KOKKOS_INLINE_FUNCTION void gram_evd_team(const Member& member, const Source& A,
   //    tangent's squares in range whatever the scale of the input.
   const Scalar scale = power_of_two_scale(amax);
   member.team_barrier();
-  const float inv_ne1 = 1.0f / float(ne + 1);
-  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, ne * (ne + 1) / 2), [&](const int e) {
-    int row, col;
-    upper_block(ne, inv_ne1, e, row, col);
-    B[row + ldb * col] *= scale;
-  });
+  scale_upper(member, ne, scale, B, ldb);
   // The table of off-diagonal blocks: one scratch load per block and step
   // instead of the index arithmetic of upper_block. Block (P, Q), P < Q, is
   // block (P, Q - 1) of the upper triangle of a (w - 1) x (w - 1) grid.

@@ -33,11 +33,15 @@ struct PlateLayout {
   std::vector<int> partial_begin;      ///< tasks + 1 offsets: the task's partial slots
 };
 
-/// Whether task t's rows form exactly one plate (partial_begin as in
-/// PlateLayout): the GPU Gram team then writes the task's B itself, and the
-/// cross-plate sum leaves it alone.
+/// The plates of task t's rows (partial_begin as in PlateLayout).
+KOKKOS_INLINE_FUNCTION int task_plate_count(const int* partial_begin, int t) {
+  return partial_begin[t + 1] - partial_begin[t];
+}
+
+/// Whether task t's rows form exactly one plate: the GPU Gram team then
+/// writes the task's B itself, and the cross-plate sum leaves it alone.
 KOKKOS_INLINE_FUNCTION bool task_is_one_plate(const int* partial_begin, int t) {
-  return partial_begin[t + 1] - partial_begin[t] == 1;
+  return task_plate_count(partial_begin, t) == 1;
 }
 
 /// Where a residual plate runs: packed with other tasks' residuals into
@@ -551,8 +555,12 @@ struct GramPlateSums {
   int w;
   bool single_plates_written = false;  // the Gram teams wrote B of one-plate tasks
 
+  /// Whether a task of `plates` plates has its Gram in B.
+  KOKKOS_INLINE_FUNCTION bool gram_in_B(int plates) const {
+    return single_plates_written && plates == 1;
+  }
   KOKKOS_INLINE_FUNCTION bool in_B(int t) const {
-    return single_plates_written && task_is_one_plate(partial_begin, t);
+    return gram_in_B(task_plate_count(partial_begin, t));
   }
 
   /// The Gram of one task, its plate range read once (task()).
@@ -587,10 +595,10 @@ struct GramPlateSums {
     const int p0 = partial_begin[t], p1 = partial_begin[t + 1];
     const int n = 2 * w;
     const std::size_t plate_size = std::size_t(gram_upper_tiles(w)) * gemm_tile * gemm_tile;
-    const bool in_b = single_plates_written && p1 - p0 == 1;
-    return TaskGram{in_b ? B + std::size_t(t) * std::size_t(n) * std::size_t(n) : nullptr,
-                    partial != nullptr ? partial + std::size_t(p0) * plate_size : nullptr,
-                    plate_size, p1 - p0, n};
+    return TaskGram{
+        gram_in_B(p1 - p0) ? B + std::size_t(t) * std::size_t(n) * std::size_t(n) : nullptr,
+        partial != nullptr ? partial + std::size_t(p0) * plate_size : nullptr, plate_size, p1 - p0,
+        n};
   }
 
   KOKKOS_INLINE_FUNCTION Scalar operator()(int t, int a, int b) const { return task(t)(a, b); }
