@@ -516,14 +516,14 @@ KOKKOS_INLINE_FUNCTION constexpr GramEvdStop gram_evd_stop() {
                                              : GramEvdStop::sweep_then_pass;
 }
 
-/// Entries of the upper triangle that one item of UpperTriangleItems (the
-/// load and the scaling of gram_evd_team) reads before it stores any: four
-/// in float, two in double, whose kernel sits at its register cap (64 a
-/// thread, from the launch bounds of four teams of 256): with four, ptxas
-/// spilled the sweep count inside the step loop (a load and two stores
-/// every step; H200, double 120^2 x 10: the W-cycle's EVD launch 52.0 ->
-/// 53.3 us against the previous load), with two it spills nothing there
-/// (that call 3.1% faster than with four).
+/// Entries of the upper triangle that one item of gram_evd_team's load
+/// (UpperTriangleItems) reads before it stores any: four in float, two in
+/// double, whose kernel sits at its register cap (64 a thread, from the
+/// launch bounds of four teams of 256): with four, ptxas spilled the sweep
+/// count inside the step loop (a load and two stores every step; H200,
+/// double 120^2 x 10: the W-cycle's EVD launch 52.0 -> 53.3 us against the
+/// previous load), with two it spills nothing there (that call 3.1% faster
+/// than with four).
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION constexpr int gram_evd_load_batch() {
   return sizeof(Scalar) > 4 ? 2 : 4;
@@ -531,12 +531,14 @@ KOKKOS_INLINE_FUNCTION constexpr int gram_evd_load_batch() {
 
 /// The upper triangle of an ne x ne matrix (column-major, leading dimension
 /// ldb) as one flat range of items over every lane of the team, each item
-/// gram_evd_load_batch entries e = q, q + items, ... (upper_block): the walk
-/// of gram_evd_team's load and of its scaling, whose items both issue every
-/// read before any store.
-template <class Scalar>
+/// Batch entries e = q, q + items, ... (upper_block) whose reads it issues
+/// before any store: the walk of gram_evd_team's load (gram_evd_load_batch
+/// entries an item) and of its scaling (one: its reads are of scratch, and
+/// with the load's batches the lanes' last round left many idle, which made
+/// whole calls 0.2 to 1.1% slower on an H200).
+template <class Scalar, int Batch>
 struct UpperTriangleItems {
-  static constexpr int batch = gram_evd_load_batch<Scalar>();
+  static constexpr int batch = Batch;
   int ne, count, items;
   float inv_ne1;
   std::size_t ldb;
@@ -584,8 +586,8 @@ template <class Member, class Scalar, class Entry>
 KOKKOS_INLINE_FUNCTION Scalar load_upper_with_max_magnitude(const Member& member, int ne,
                                                             const Entry& entry, Scalar* B,
                                                             std::size_t ldb) {
-  const UpperTriangleItems<Scalar> upper(ne, ldb);
-  constexpr int batch = UpperTriangleItems<Scalar>::batch;
+  constexpr int batch = gram_evd_load_batch<Scalar>();
+  const UpperTriangleItems<Scalar, batch> upper(ne, ldb);
   Scalar amax = 0;
   Kokkos::parallel_reduce(
       Kokkos::TeamVectorRange(member, upper.items),
@@ -609,21 +611,17 @@ KOKKOS_INLINE_FUNCTION Scalar load_upper_with_max_magnitude(const Member& member
 }
 
 /// B(r, c) *= scale for r <= c < ne (the matrix load_upper_with_max_magnitude
-/// stored), by the same items.
+/// stored), an entry an item.
 template <class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void scale_upper(const Member& member, int ne, Scalar scale, Scalar* B,
                                         std::size_t ldb) {
-  const UpperTriangleItems<Scalar> upper(ne, ldb);
-  constexpr int batch = UpperTriangleItems<Scalar>::batch;
-  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, upper.items), [&](const int q) {
-    Scalar x[batch];
-    int at[batch];
+  const UpperTriangleItems<Scalar, 1> upper(ne, ldb);
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, upper.items), [&](const int e) {
+    Scalar x[1];
+    int at[1];
     upper.read_item(
-        q, [&](int, int, const int offset) { return B[offset]; }, x, at);
-    KWSVD_UNROLL
-    for (int k = 0; k < batch; ++k)
-      if (at[k] >= 0)
-        B[at[k]] = x[k] * scale;
+        e, [&](int, int, const int offset) { return B[offset]; }, x, at);
+    B[at[0]] = x[0] * scale;
   });
 }
 
