@@ -545,8 +545,8 @@ struct UpperTriangleItems {
 
   KOKKOS_INLINE_FUNCTION UpperTriangleItems(int ne_, std::size_t ldb_)
       : ne(ne_),
-        count(ne_ * (ne_ + 1) / 2),
-        items((ne_ * (ne_ + 1) / 2 + batch - 1) / batch),
+        count(triangle_size(ne_)),
+        items((triangle_size(ne_) + batch - 1) / batch),
         inv_ne1(1.0f / float(ne_ + 1)),
         ldb(ldb_) {}
 
