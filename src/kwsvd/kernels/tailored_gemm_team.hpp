@@ -889,6 +889,17 @@ KOKKOS_INLINE_FUNCTION constexpr int update_chunk_items(int rows, int w, int ite
          update_lane_blocks * (2 * w / item_cols);
 }
 
+/// Entries of J each lane of load_update_rotation has in flight: 8 in
+/// double, 16 in float. H200, whole calls against one entry at a time, best
+/// of two alternating runs, 16 shapes from 100^2 x 1 to 1024^2 x 10: double
+/// at 8 -0.3 to -2.8% at 12 of them, +0.2 to +0.9% at 256^2 x 100, 512^2 x
+/// 10 and 1024^2; at 16 up to +10% (the 80-register cap). Float at 16 -0.5
+/// to -2.8% at 13, +0.0 to +0.5% at 512^2 and 1024^2 x 1; at 8 -1.3 to +2.5%.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION constexpr int update_rotation_load_batch() {
+  return sizeof(Scalar) <= 4 ? 16 : 8;
+}
+
 /// Copies J (2w x 2w, column-major) into scratch Jt transposed (row k of J
 /// at Jt + 2w k, 16-byte aligned), so that an update item reads the 4
 /// entries of its column group in row k with one or two vector loads.
@@ -898,14 +909,39 @@ KOKKOS_INLINE_FUNCTION constexpr int update_chunk_items(int rows, int w, int ite
 /// down its columns, as first written, put a warp's 32 stores 2w scalars
 /// apart, all in one bank: 32-way conflicts, 57% of the update's shared
 /// store wavefronts (Nsight, H200, 512 x 48 double).
+///
+/// Each lane first loads update_rotation_load_batch() entries spaced a
+/// team-wide slice apart (a warp's loads of one round still in those
+/// blocks), then stores them: loaded and stored one at a time, every entry
+/// waited for the previous store (Jt may alias J for the compiler), one L2
+/// round trip per entry. Nsight Compute, H200, double 100^2 x 10 (540 teams
+/// of 72 threads, 18 entries a lane): that copy was 34% of the update's
+/// warp samples, 26% at its load.
 template <class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void load_update_rotation(const Member& member, const Scalar* J, int w,
                                                  Scalar* Jt) {
-  const int n = 2 * w;
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n * n), [&](const int e) {
-    const int kk = e % gemm_tile, rest = e / gemm_tile;
-    const int c = rest % n, k = gemm_tile * (rest / n) + kk;
-    Jt[k * n + c] = J[c * n + k];
+  constexpr int batch = update_rotation_load_batch<Scalar>();
+  const int n = 2 * w, nn = n * n, slices = (nn + batch - 1) / batch;
+  const float inv_n = 1.0f / float(n);
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, slices), [&](const int b) {
+    Scalar v[batch];
+    int dst[batch];
+    KWSVD_UNROLL
+    for (int u = 0; u < batch; ++u) {
+      const int e = b + u * slices;
+      dst[u] = -1;
+      if (e < nn) {
+        const int kk = e % gemm_tile, rest = e / gemm_tile;
+        const int kb = quotient(rest, n, inv_n);
+        const int c = rest - kb * n, k = gemm_tile * kb + kk;
+        dst[u] = k * n + c;
+        v[u] = J[c * n + k];
+      }
+    }
+    KWSVD_UNROLL
+    for (int u = 0; u < batch; ++u)
+      if (dst[u] >= 0)
+        Jt[dst[u]] = v[u];
   });
 }
 
