@@ -150,8 +150,11 @@ TYPED_TEST(FullMatrices, RoundsUnderAWorkspaceLimitCompleteEveryMatrix) {
 TYPED_TEST(FullMatrices, SmallSvdAndRawPointersMatchTheHandle) {
   using T = typename TestFixture::Scalar;
   using L = typename TestFixture::Layout;
-  for (const auto& [m, n] :
+  // Plain ints, not structured bindings: the lambdas below capture them
+  // (capturing a binding is C++20; nvcc warns in C++17).
+  for (const auto& shape :
        {std::pair<int, int>{24, 10}, std::pair<int, int>{10, 24}, std::pair<int, int>{140, 10}}) {
+    const int m = shape.first, n = shape.second;
     const auto mats = kwsvd::test::rank_deficient_batch<T>(m, n);
     kwsvd::SvdOptions options;
     options.full_matrices = true;
@@ -326,8 +329,9 @@ template <class T>
 void expect_spread_completion_matches_one_team() {
   using Matrix = Kokkos::View<T**, Kokkos::LayoutLeft>;
   const T u = std::numeric_limits<T>::epsilon();
-  for (const auto& [M, r0] : {std::pair<int, int>{40, 20}, std::pair<int, int>{90, 40},
-                              std::pair<int, int>{160, 70}, std::pair<int, int>{9, 0}}) {
+  for (const auto& shape : {std::pair<int, int>{40, 20}, std::pair<int, int>{90, 40},
+                            std::pair<int, int>{160, 70}, std::pair<int, int>{9, 0}}) {
+    const int M = shape.first, r0 = shape.second;  // captured below: not a binding
     const auto a = random_matrix<T>(M, M, 7u + unsigned(r0));
     const auto start = [&]() {
       Matrix x("left", M, M);

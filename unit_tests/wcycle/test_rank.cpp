@@ -141,8 +141,11 @@ TYPED_TEST(Rank, LeadingTripletsAreTheWholeCallsToTheBit) {
 TYPED_TEST(Rank, ValuesOnlySmallSvdAndRawPointersMatchTheHandle) {
   using T = typename TestFixture::Scalar;
   using L = typename TestFixture::Layout;
-  for (const auto& [m, n] :
+  // Plain ints, not structured bindings: the lambdas below capture them
+  // (capturing a binding is C++20; nvcc warns in C++17).
+  for (const auto& shape :
        {std::pair<int, int>{24, 10}, std::pair<int, int>{10, 24}, std::pair<int, int>{90, 40}}) {
+    const int m = shape.first, n = shape.second;
     const auto mats = TestFixture::batch(m, n);
     const int batch = int(mats.size()), r = 4;
     kwsvd::SvdOptions options;
