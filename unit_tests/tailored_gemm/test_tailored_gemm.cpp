@@ -300,10 +300,13 @@ TYPED_TEST(TailoredGemm, FusedUpdateMatchesReferenceForEveryWidth) {
   using L = typename TestFixture::TestLayout;
   // Both widths of the update's items (4 x 4, and 4 x 8 in float with J in
   // scratch) on every backend, whichever the launch's size would pick.
+  // delta = 12 and 16: segments of at most 16 rows read J from memory, and
+  // on a GPU their items split the k loop (12: three row blocks, packed
+  // residuals up to 14 rows; 16: four).
   using kwsvd::Impl::ResidualPlates;
   using kwsvd::Impl::UpdateItems;
   for (int w : {4, 8, 16, 24, 32, 48})
-    for (int delta : {16, 201})
+    for (int delta : {12, 16, 201})
       for (UpdateItems items : {UpdateItems::narrow, UpdateItems::wide})
         for (ResidualPlates residuals : {ResidualPlates::own_team, ResidualPlates::packed}) {
           Level<T, L> level(w, this->mixed_rows, 300 + w);

@@ -869,6 +869,11 @@ KOKKOS_INLINE_FUNCTION void load_update_chunk(const Member& member, const BlockP
 /// X loads are 8 consecutive scalars and its J loads 4 consecutive tile rows.
 constexpr int update_lane_blocks = 8;
 
+/// Row blocks of the short update chunks whose items split their k loop in
+/// two (update_chunk_product): half a lane run, so both halves of an item
+/// sit in one run.
+constexpr int update_split_row_blocks = update_lane_blocks / 2;
+
 /// Output columns of one wide update item: 8 for float with J in scratch
 /// (a 4 x 8 tile: per step of k, one 16-byte load of X and two of J for 32
 /// FMAs, where two 4 x 4 items take four: the product is bound by
@@ -916,7 +921,10 @@ KOKKOS_INLINE_FUNCTION constexpr int update_rotation_load_batch() {
 /// waited for the previous store (Jt may alias J for the compiler), one L2
 /// round trip per entry. Nsight Compute, H200, double 100^2 x 10 (540 teams
 /// of 72 threads, 18 entries a lane): that copy was 34% of the update's
-/// warp samples, 26% at its load.
+/// warp samples, 26% at its load. The loop has load_pair_entries' shape but
+/// not its code: one helper for both changed these kernels' SASS and made
+/// every 128^2 shape 0.8 to 1.7% slower on the H200 (wcycle.md, "Short
+/// plates").
 template <class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void load_update_rotation(const Member& member, const Scalar* J, int w,
                                                  Scalar* Jt) {
@@ -986,90 +994,147 @@ KOKKOS_INLINE_FUNCTION constexpr std::ptrdiff_t stride_value(CompiledInt<N>) {
 /// compiles the full chunks of tailored_update_chunk_rows: 32 and 64 rows,
 /// in float also 96 and 128), so that the X loads take constant offsets
 /// from one pointer: in double, whose rows are not interleaved, a run-time
-/// leading dimension cost an integer instruction per load.
+/// leading dimension cost an integer instruction per load. Short chunks
+/// with J in memory split each item's k loop in two (below); X then also
+/// carries the second halves' partial tiles, so the caller reloads it.
 template <int RowBlocks, bool JInScratch, int ItemCols, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void update_chunk_product(const Member& member,
                                                  const BlockPairTask<Scalar>& t, int w,
                                                  float inv_groups, int row0, int rows,
-                                                 int row_blocks_, const Scalar* Js, const Scalar* X,
+                                                 int row_blocks_, const Scalar* Js, Scalar* X,
                                                  const std::ptrdiff_t* offsets) {
   static_assert(ItemCols % gemm_tile == 0 && (JInScratch || ItemCols == gemm_tile));
   const int row_blocks = RowBlocks > 0 ? RowBlocks : row_blocks_;
   const int cols = 2 * w, groups = cols / ItemCols;
-  Kokkos::parallel_for(
-      Kokkos::TeamThreadRange(member, update_chunk_items(rows, w, ItemCols)), [&](const int e) {
-        // Lane-fastest: update_lane_blocks consecutive row blocks of one
-        // column group, then the next group, then the next lane run
-        // (inv_groups = 1 / groups: the quotient from a float reciprocal).
-        const int lane = e % update_lane_blocks, run = e / update_lane_blocks;
-        const int group_run = small_quotient(run, inv_groups);
-        const int g = run - group_run * groups;
-        const int rb = group_run * update_lane_blocks + lane;
-        if (rb >= row_blocks)
-          return;
-        Scalar out[gemm_tile][ItemCols] = {};
-        // Pointers advanced by one column of X and one row of J a step
-        // (no index arithmetic in the loop). Interleaved, the item's rows
-        // rb + i B sit at slots 4 rb + i: one tile row, 16-byte aligned
-        // (X is). Rows past the chunk's end read zeros and are never
-        // written.
-        constexpr bool interleaved = update_rows_interleaved<Scalar>();
-        const Scalar* xk = X + (interleaved ? gemm_tile * rb : rb);
-        const Scalar* jk = JInScratch ? Js + ItemCols * g : Js + cols * (ItemCols * g);
-        for (int k = 0; k < cols; ++k, xk += gemm_tile * row_blocks) {
-          Scalar x[gemm_tile], j[ItemCols];
-          if constexpr (interleaved) {
-            load_tile_row(xk, x);
-          } else {
-            KWSVD_UNROLL
-            for (int i = 0; i < gemm_tile; ++i)
-              x[i] = xk[i * row_blocks];
-          }
-          if constexpr (JInScratch) {
-            KWSVD_UNROLL
-            for (int h = 0; h < ItemCols / gemm_tile; ++h) {
-              Scalar jh[gemm_tile];
-              load_tile_row(jk + gemm_tile * h, jh);
-              KWSVD_UNROLL
-              for (int q = 0; q < gemm_tile; ++q)
-                j[gemm_tile * h + q] = jh[q];
-            }
-            jk += cols;
-          } else {
-            KWSVD_UNROLL
-            for (int q = 0; q < gemm_tile; ++q)
-              j[q] = jk[cols * q];
-            ++jk;
-          }
+  using ItemTile = Scalar[gemm_tile][ItemCols];
+  // out += the item's product over steps k0 <= k < k1.
+  const auto accumulate = [&](const int rb, const int g, const int k0, const int k1,
+                              ItemTile& out) {
+    // Pointers advanced by one column of X and one row of J a step (no
+    // index arithmetic in the loop). Interleaved, the item's rows rb + i B
+    // sit at slots 4 rb + i: one tile row, 16-byte aligned (X is). Rows
+    // past the chunk's end read zeros and are never written.
+    constexpr bool interleaved = update_rows_interleaved<Scalar>();
+    const Scalar* xk = X + (interleaved ? gemm_tile * rb : rb) + k0 * (gemm_tile * row_blocks);
+    const Scalar* jk = JInScratch ? Js + ItemCols * g + k0 * cols : Js + cols * (ItemCols * g) + k0;
+    for (int k = k0; k < k1; ++k, xk += gemm_tile * row_blocks) {
+      Scalar x[gemm_tile], j[ItemCols];
+      if constexpr (interleaved) {
+        load_tile_row(xk, x);
+      } else {
+        KWSVD_UNROLL
+        for (int i = 0; i < gemm_tile; ++i)
+          x[i] = xk[i * row_blocks];
+      }
+      if constexpr (JInScratch) {
+        KWSVD_UNROLL
+        for (int h = 0; h < ItemCols / gemm_tile; ++h) {
+          Scalar jh[gemm_tile];
+          load_tile_row(jk + gemm_tile * h, jh);
           KWSVD_UNROLL
-          for (int i = 0; i < gemm_tile; ++i)
-            KWSVD_UNROLL
-          for (int q = 0; q < ItemCols; ++q)
-            out[i][q] += x[i] * j[q];
+          for (int q = 0; q < gemm_tile; ++q)
+            j[gemm_tile * h + q] = jh[q];
         }
-        Scalar* const base = t.data + std::ptrdiff_t(row0 + rb) * t.row_stride;
-        const bool full = rb + (gemm_tile - 1) * row_blocks < rows;
-        // The rows of an output column are row_step apart: RowBlocks in a
-        // compiled chunk of a column-major task (constant offsets, no
-        // 64-bit products), else row_blocks row strides.
-        const auto store = [&](const auto row_step) {
+        jk += cols;
+      } else {
+        KWSVD_UNROLL
+        for (int q = 0; q < gemm_tile; ++q)
+          j[q] = jk[cols * q];
+        ++jk;
+      }
+      KWSVD_UNROLL
+      for (int i = 0; i < gemm_tile; ++i)
+        KWSVD_UNROLL
+      for (int q = 0; q < ItemCols; ++q)
+        out[i][q] += x[i] * j[q];
+    }
+  };
+  // Writes the item's rows rb + i B of its output columns to the task.
+  const auto store = [&](const int rb, const int g, const ItemTile& out) {
+    Scalar* const base = t.data + std::ptrdiff_t(row0 + rb) * t.row_stride;
+    const bool full = rb + (gemm_tile - 1) * row_blocks < rows;
+    // The rows of an output column are row_step apart: RowBlocks in a
+    // compiled chunk of a column-major task (constant offsets, no 64-bit
+    // products), else row_blocks row strides.
+    const auto store_rows = [&](const auto row_step) {
+      KWSVD_UNROLL
+      for (int q = 0; q < ItemCols; ++q) {
+        const std::ptrdiff_t offset = offsets[ItemCols * g + q];
+        if (offset < 0)
+          continue;
+        Scalar* const y = base + offset;
+        KWSVD_UNROLL
+        for (int i = 0; i < gemm_tile; ++i)
+          if (full || rb + i * row_blocks < rows)
+            y[i * stride_value(row_step)] = out[i][q];
+      }
+    };
+    if (RowBlocks > 0 && t.row_stride == 1)
+      store_rows(CompiledInt<RowBlocks>());
+    else
+      store_rows(std::ptrdiff_t(row_blocks) * t.row_stride);
+  };
+  const int items = update_chunk_items(rows, w, ItemCols);
+  if constexpr (RowBlocks == 0 && !JInScratch) {
+    // A short chunk (at most update_split_row_blocks row blocks: plates of
+    // a small batch, e.g. 12 rows) whose items the team covers one a
+    // thread: the k loop split in two halves, so that the lanes a lane run
+    // leaves idle (update_lane_blocks row blocks a run) take the second
+    // half; those partial tiles go through X, which no item reads any more
+    // after the barrier (it holds 16 B scalars per column group, one tile of
+    // each second-half item). Lane l of a run: row block l % 4, half l / 4.
+    // Nsight Compute, H200, double 100^2 x 10 (12-row plates): 5 of every 8
+    // items returned at once, and the others ran the whole k loop. Only the
+    // J-in-memory kernel has this path (launch_pair_update sends short
+    // segments there, update_j_memory_rows): in the J-in-scratch kernels
+    // it cost registers and spills, and those got slower.
+    if (row_blocks <= update_split_row_blocks && items <= member.team_size()) {
+      const int e = member.team_rank();
+      const int lane = e % update_lane_blocks, g = e / update_lane_blocks;
+      const int rb = lane % update_split_row_blocks, half = lane / update_split_row_blocks;
+      const bool active = e < items && rb < row_blocks;
+      const int k_half = cols / 2;
+      Scalar out[gemm_tile][ItemCols] = {};
+      if (active)
+        accumulate(rb, g, half * k_half, half == 0 ? k_half : cols, out);
+      member.team_barrier();  // every item is done reading X
+      // Second-half tiles: entry (i, q) of item (rb, g) at
+      // X[(i ItemCols + q) P + g row_blocks + rb], P of them a column, so
+      // that a warp's stores and loads are consecutive.
+      const int P = groups * row_blocks, slot = g * row_blocks + rb;
+      if (active && half == 1) {
+        KWSVD_UNROLL
+        for (int i = 0; i < gemm_tile; ++i)
           KWSVD_UNROLL
-          for (int q = 0; q < ItemCols; ++q) {
-            const std::ptrdiff_t offset = offsets[ItemCols * g + q];
-            if (offset < 0)
-              continue;
-            Scalar* const y = base + offset;
-            KWSVD_UNROLL
-            for (int i = 0; i < gemm_tile; ++i)
-              if (full || rb + i * row_blocks < rows)
-                y[i * stride_value(row_step)] = out[i][q];
-          }
-        };
-        if (RowBlocks > 0 && t.row_stride == 1)
-          store(CompiledInt<RowBlocks>());
-        else
-          store(std::ptrdiff_t(row_blocks) * t.row_stride);
-      });
+        for (int q = 0; q < ItemCols; ++q)
+          X[(i * ItemCols + q) * P + slot] = out[i][q];
+      }
+      member.team_barrier();
+      if (active && half == 0) {
+        KWSVD_UNROLL
+        for (int i = 0; i < gemm_tile; ++i)
+          KWSVD_UNROLL
+        for (int q = 0; q < ItemCols; ++q)
+          out[i][q] += X[(i * ItemCols + q) * P + slot];
+        store(rb, g, out);
+      }
+      return;
+    }
+  }
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, items), [&](const int e) {
+    // Lane-fastest: update_lane_blocks consecutive row blocks of one
+    // column group, then the next group, then the next lane run
+    // (inv_groups = 1 / groups: the quotient from a float reciprocal).
+    const int lane = e % update_lane_blocks, run = e / update_lane_blocks;
+    const int group_run = small_quotient(run, inv_groups);
+    const int g = run - group_run * groups;
+    const int rb = group_run * update_lane_blocks + lane;
+    if (rb >= row_blocks)
+      return;
+    Scalar out[gemm_tile][ItemCols] = {};
+    accumulate(rb, g, 0, cols, out);
+    store(rb, g, out);
+  });
 }
 
 /// The fused update of one plate segment: rows of [A_i A_j] <- rows of

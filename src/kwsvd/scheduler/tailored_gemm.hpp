@@ -807,6 +807,20 @@ struct PairUpdateFunctor {
 /// (update_wide_item_cols) or 2w is not a multiple of its width.
 enum class UpdateItems { automatic, narrow, wide };
 
+/// Launches whose segments have at most this many rows (4 row blocks,
+/// update_split_row_blocks) read J from memory, not from a copy in scratch:
+/// the copy (2w x 2w entries, one barrier) served at most 16 rows a team,
+/// and that kernel splits a short chunk's k loop over the lanes its lane
+/// runs leave idle (update_chunk_product). The split lives only in that
+/// kernel: compiled into the J-in-scratch ones too it spilled there and
+/// made 21 of 32 points 0.4 to 2.4% slower (H200). H200, best of two
+/// alternating runs against J in scratch: double 100^2 x 1 / x 10 -4.6 /
+/// -5.1%, 128^2 x 1 / x 10 -4.1 / -1.9%, float 100^2 x 10 -1.2%, the other
+/// 27 points of 16 shapes x 2 types within -3.4 to +0.3%; J from memory
+/// without the split gave -1.0% at double 100^2 x 10; the rule at 32 rows
+/// was slower than at 16 (float 256^2 x 10 +4.2%).
+constexpr int update_j_memory_rows = gemm_tile * update_split_row_blocks;
+
 template <class ExecSpace, class Scalar>
 void launch_pair_update(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>& work,
                         const BlockPairTask<Scalar>* tasks, const int* mask, const Scalar* J,
@@ -823,7 +837,8 @@ void launch_pair_update(const ExecSpace& exec, const TailoredGemmWork<ExecSpace>
   int chunk = tailored_update_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows,
                                                             j_bytes + offset_bytes);
   const bool j_in_scratch =
-      chunk >= std::min(gemm_tile * update_lane_blocks, std::max(1, work.max_segment_rows));
+      chunk >= std::min(gemm_tile * update_lane_blocks, std::max(1, work.max_segment_rows)) &&
+      work.max_segment_rows > update_j_memory_rows;
   if (!j_in_scratch)
     chunk = tailored_update_chunk_rows<ExecSpace, Scalar>(w, work.max_segment_rows, offset_bytes);
   if (chunk < 1) {
