@@ -200,34 +200,46 @@ KOKKOS_INLINE_FUNCTION void for_pair_entries(const Member& member, const BlockPa
 /// the float update takes more (update_load_batch).
 constexpr int pair_load_batch = 4;
 
+/// Slice b (of `slices`) of a batched copy of `count` entries into scratch
+/// X: the lane first loads entries b, b + slices, ... (Batch of them; a
+/// warp's loads of one round stay contiguous), then stores them. Loaded and
+/// stored one at a time, every load would wait for the previous store (X
+/// may alias the source for the compiler): one memory round trip per entry.
+/// entry(e, v, dst) loads entry e into v and sets dst to its place in X.
+template <int Batch, class Scalar, class Entry>
+KOKKOS_INLINE_FUNCTION void copy_slice_to_scratch(int b, int slices, int count, Scalar* X,
+                                                  const Entry& entry) {
+  Scalar v[Batch];
+  int dst[Batch];
+  KWSVD_UNROLL
+  for (int u = 0; u < Batch; ++u) {
+    const int e = b + u * slices;
+    dst[u] = -1;
+    if (e < count)
+      entry(e, v[u], dst[u]);
+  }
+  KWSVD_UNROLL
+  for (int u = 0; u < Batch; ++u)
+    if (dst[u] >= 0)
+      X[dst[u]] = v[u];
+}
+
 /// X[at(r, c)] = entry (r0 + r, c) of the task for r < rows, c < 2w (zero
-/// for missing columns), in PairEntryWalk order; each lane first loads
-/// Batch entries spaced a team-wide slice apart (each load of a warp still
-/// contiguous), then stores them.
+/// for missing columns), in PairEntryWalk order, Batch entries in flight a
+/// lane (copy_slice_to_scratch).
 template <int Batch = pair_load_batch, class Member, class Scalar, class Index>
 KOKKOS_INLINE_FUNCTION void load_pair_entries(const Member& member, const BlockPairTask<Scalar>& t,
                                               int w, int r0, int rows, Scalar* X, const Index& at) {
   const PairEntryWalk walk(t, w, rows);
   const int slices = (walk.total + Batch - 1) / Batch;
   Kokkos::parallel_for(Kokkos::TeamVectorRange(member, slices), [&](const int b) {
-    Scalar v[Batch];
-    int dst[Batch];
-    KWSVD_UNROLL
-    for (int u = 0; u < Batch; ++u) {
-      const int e = b + u * slices;
-      dst[u] = -1;
-      if (e < walk.total) {
-        int r, c;
-        walk.entry(e, r, c);
-        const int col = t.column(c, w);
-        dst[u] = at(r, c);
-        v[u] = col >= 0 ? t.data[(r0 + r) * t.row_stride + col * t.col_stride] : Scalar(0);
-      }
-    }
-    KWSVD_UNROLL
-    for (int u = 0; u < Batch; ++u)
-      if (dst[u] >= 0)
-        X[dst[u]] = v[u];
+    copy_slice_to_scratch<Batch>(b, slices, walk.total, X, [&](const int e, Scalar& v, int& dst) {
+      int r, c;
+      walk.entry(e, r, c);
+      const int col = t.column(c, w);
+      dst = at(r, c);
+      v = col >= 0 ? t.data[(r0 + r) * t.row_stride + col * t.col_stride] : Scalar(0);
+    });
   });
 }
 
@@ -921,10 +933,10 @@ KOKKOS_INLINE_FUNCTION constexpr int update_rotation_load_batch() {
 /// waited for the previous store (Jt may alias J for the compiler), one L2
 /// round trip per entry. Nsight Compute, H200, double 100^2 x 10 (540 teams
 /// of 72 threads, 18 entries a lane): that copy was 34% of the update's
-/// warp samples, 26% at its load. The loop has load_pair_entries' shape but
-/// not its code: one helper for both changed these kernels' SASS and made
-/// every 128^2 shape 0.8 to 1.7% slower on the H200 (wcycle.md, "Short
-/// plates").
+/// warp samples, 26% at its load. (A helper over the whole team loop,
+/// shared with load_pair_entries, changed these kernels' SASS and made every
+/// 128^2 shape 0.8 to 1.7% slower on the H200; copy_slice_to_scratch, the
+/// slice body alone, compiles to the same cubins as the loop written out.)
 template <class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION void load_update_rotation(const Member& member, const Scalar* J, int w,
                                                  Scalar* Jt) {
@@ -932,24 +944,13 @@ KOKKOS_INLINE_FUNCTION void load_update_rotation(const Member& member, const Sca
   const int n = 2 * w, nn = n * n, slices = (nn + batch - 1) / batch;
   const float inv_n = 1.0f / float(n);
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, slices), [&](const int b) {
-    Scalar v[batch];
-    int dst[batch];
-    KWSVD_UNROLL
-    for (int u = 0; u < batch; ++u) {
-      const int e = b + u * slices;
-      dst[u] = -1;
-      if (e < nn) {
-        const int kk = e % gemm_tile, rest = e / gemm_tile;
-        const int kb = quotient(rest, n, inv_n);
-        const int c = rest - kb * n, k = gemm_tile * kb + kk;
-        dst[u] = k * n + c;
-        v[u] = J[c * n + k];
-      }
-    }
-    KWSVD_UNROLL
-    for (int u = 0; u < batch; ++u)
-      if (dst[u] >= 0)
-        Jt[dst[u]] = v[u];
+    copy_slice_to_scratch<batch>(b, slices, nn, Jt, [&](const int e, Scalar& v, int& dst) {
+      const int kk = e % gemm_tile, rest = e / gemm_tile;
+      const int kb = quotient(rest, n, inv_n);
+      const int c = rest - kb * n, k = gemm_tile * kb + kk;
+      dst = k * n + c;
+      v = J[c * n + k];
+    });
   });
 }
 
@@ -1102,12 +1103,15 @@ KOKKOS_INLINE_FUNCTION void update_chunk_product(const Member& member,
       // X[(i ItemCols + q) P + g row_blocks + rb], P of them a column, so
       // that a warp's stores and loads are consecutive.
       const int P = groups * row_blocks, slot = g * row_blocks + rb;
+      const auto partial = [&](const int i, const int q) -> Scalar& {
+        return X[(i * ItemCols + q) * P + slot];
+      };
       if (active && half == 1) {
         KWSVD_UNROLL
         for (int i = 0; i < gemm_tile; ++i)
           KWSVD_UNROLL
         for (int q = 0; q < ItemCols; ++q)
-          X[(i * ItemCols + q) * P + slot] = out[i][q];
+          partial(i, q) = out[i][q];
       }
       member.team_barrier();
       if (active && half == 0) {
@@ -1115,7 +1119,7 @@ KOKKOS_INLINE_FUNCTION void update_chunk_product(const Member& member,
         for (int i = 0; i < gemm_tile; ++i)
           KWSVD_UNROLL
         for (int q = 0; q < ItemCols; ++q)
-          out[i][q] += X[(i * ItemCols + q) * P + slot];
+          out[i][q] += partial(i, q);
         store(rb, g, out);
       }
       return;
