@@ -62,6 +62,21 @@ class SmallSvd : public ::testing::Test {
         });
   }
 
+  // One level-0 launch on mats (all m x n) with a given plan and lanes
+  // (halved to what the backend has, as the call does).
+  BatchResult<TestScalar> run_planned(const std::vector<std::vector<TestScalar>>& mats, int m,
+                                      int n, const kwsvd::Impl::OneSidedJacobiShape& shape,
+                                      int lanes) {
+    while (lanes > kwsvd::Impl::vector_length_max<Exec>())
+      lanes /= 2;
+    return kwsvd::test::run_svd_batch<TestScalar, TestLayout>(
+        mats, m, n,
+        [&](const auto& A, const auto& S, const auto& U, const auto& V, const auto& info) {
+          kwsvd::Impl::launch_uniform_small_svd(Exec(), A, S, U, V, info, kwsvd::SvdOptions{},
+                                                kwsvd::Job::values_and_vectors, shape, lanes);
+        });
+  }
+
   void expect_accurate(const std::vector<std::vector<TestScalar>>& mats, int m, int n,
                        const BatchResult<TestScalar>& r, const std::string& what) {
     kwsvd::test::expect_accurate(mats, m, n, r, what);
@@ -303,45 +318,72 @@ TYPED_TEST(SmallSvd, EveryLanesPerPairChoiceIsAccurate) {
 
 TYPED_TEST(SmallSvd, BoundedRowLoopMatchesThePaddedLoopToTheBit) {
   using T = typename TestFixture::TestScalar;
-  using Layout = typename TestFixture::TestLayout;
   namespace I = kwsvd::Impl;
   // Shapes whose padded layout fits every backend's scratch, run padded (as
   // planned with room) and bounded (planned with the unpadded minimum): the
   // same rows in the same order, zeros left out, so the same bits. Wide
   // 20 x 30 bounds V by fewer rows than W; 40 x 24 and 33 x 33 take six
   // blocks; 70 x 24 and 20 x 70, nine blocks, have only the bounded loop.
+  // (The unpadded minimum leaves no room for the lanes' partial inner
+  // products, so the padded run takes the bounded run's reduction: the row
+  // loops are what is compared.)
   for (const auto& [m, n, lanes] : std::vector<std::tuple<int, int, int>>{
            {30, 20, 8}, {20, 30, 8}, {40, 24, 8}, {33, 33, 8}, {70, 24, 8}, {20, 70, 8}}) {
     const std::string what = std::to_string(m) + " x " + std::to_string(n);
-    const auto padded = I::plan_one_sided_jacobi<Exec, T>(m, n, true, lanes, 1 << 20);
+    auto padded = I::plan_one_sided_jacobi<Exec, T>(m, n, true, lanes, 1 << 20);
     const auto bounded = I::plan_one_sided_jacobi<Exec, T>(
         m, n, true, lanes, I::one_sided_jacobi_scratch_bytes<Exec, T>(m, n, true));
     ASSERT_LT(bounded.rows_per_lane, 0) << what;
-    int run_lanes = lanes;
-    while (run_lanes > I::vector_length_max<Exec>())
-      run_lanes /= 2;
+    ASSERT_TRUE(padded.lane_partials) << what;
+    ASSERT_FALSE(bounded.lane_partials) << what;
+    padded.lane_partials = false;
     std::vector<std::vector<T>> mats;
     for (int b = 0; b < 3; ++b)
       mats.push_back(random_matrix<T>(m, n, 7u * b + m));
-    auto run_with = [&](const I::OneSidedJacobiShape& shape) {
-      return kwsvd::test::run_svd_batch<T, Layout>(
-          mats, m, n,
-          [&](const auto& A, const auto& S, const auto& U, const auto& V, const auto& info) {
-            I::launch_uniform_small_svd(Exec(), A, S, U, V, info, kwsvd::SvdOptions{},
-                                        kwsvd::Job::values_and_vectors, shape, run_lanes);
-          });
-    };
-    const auto r = run_with(bounded);
+    const auto r = this->run_planned(mats, m, n, bounded, lanes);
     this->expect_accurate(mats, m, n, r, what + " bounded");
     if (padded.rows_per_lane < 0)
       continue;  // nine blocks
     ASSERT_EQ(bounded.rows_per_lane, -padded.rows_per_lane) << what;
-    const auto p = run_with(padded);
+    const auto p = this->run_planned(mats, m, n, padded, lanes);
     for (int b = 0; b < 3; ++b) {
       EXPECT_EQ(r.info[b].sweeps, p.info[b].sweeps) << what;
       EXPECT_EQ(r.s[b], p.s[b]) << what;
       EXPECT_EQ(r.u[b], p.u[b]) << what;
       EXPECT_EQ(r.v[b], p.v[b]) << what;
+    }
+  }
+}
+
+TYPED_TEST(SmallSvd, LanePartialsMatchTheVectorReduction) {
+  using T = typename TestFixture::TestScalar;
+  namespace I = kwsvd::Impl;
+  // The same plans run with the lanes' inner products summed through scratch
+  // (as planned where they fit) and by Kokkos's vector reduction: both
+  // accurate, the same singular values to rounding and sweeps within one.
+  // 32 x 32 on 16 lanes and 4 lanes (the small- and large-batch rules), wide
+  // 24 x 40 and odd 33 x 33 on 8, 13 x 7 on 2.
+  for (const auto& [m, n, lanes] : std::vector<std::tuple<int, int, int>>{
+           {32, 32, 16}, {32, 32, 4}, {24, 40, 8}, {33, 33, 8}, {13, 7, 2}}) {
+    const std::string what =
+        std::to_string(m) + " x " + std::to_string(n) + " on " + std::to_string(lanes) + " lanes";
+    const auto with = I::plan_one_sided_jacobi<Exec, T>(m, n, true, lanes, 1 << 20);
+    ASSERT_TRUE(with.lane_partials) << what;
+    auto without = with;
+    without.lane_partials = false;
+    std::vector<std::vector<T>> mats;
+    for (int b = 0; b < 3; ++b)
+      mats.push_back(random_matrix<T>(m, n, 11u * b + n));
+    const auto a = this->run_planned(mats, m, n, with, lanes);
+    const auto b = this->run_planned(mats, m, n, without, lanes);
+    this->expect_accurate(mats, m, n, a, what + " partials");
+    this->expect_accurate(mats, m, n, b, what + " vector reduction");
+    const double tol = 16.0 * std::max(m, n) * TestFixture::unit_roundoff();
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_LE(std::abs(a.info[k].sweeps - b.info[k].sweeps), 1) << what;
+      for (std::size_t l = 0; l < a.s[k].size(); ++l)
+        EXPECT_LE(std::abs(double(a.s[k][l]) - double(b.s[k][l])), tol * double(a.s[k][0]))
+            << what << ", matrix " << k << ", value " << l;
     }
   }
 }
@@ -561,6 +603,65 @@ TEST(SmallSvdPlan, PaddingFollowsTheScratchLimit) {
   EXPECT_TRUE(wide.transposed);
   EXPECT_EQ(wide.rows_per_lane, 0);
   EXPECT_EQ(wide.ld_w, 64);  // 32 floats per 128 bytes
+}
+
+TEST(SmallSvdPlan, LanePartialsTakeScratchOnlyWhereTheyFit) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  namespace I = kwsvd::Impl;
+  // 32 x 32 double on 16 lanes: 16 pairs x 16 lanes of partials beside the
+  // padded layout.
+  const auto roomy = I::plan_one_sided_jacobi<Host, double>(32, 32, true, 16, 1 << 20);
+  EXPECT_TRUE(roomy.lane_partials);
+  EXPECT_EQ(I::one_sided_lane_partial_count(roomy), std::size_t(256));
+  auto layout = roomy;
+  layout.lane_partials = false;
+  const std::size_t layout_bytes = I::one_sided_jacobi_scratch_bytes<Host, double>(layout);
+  const std::size_t roomy_bytes = I::one_sided_jacobi_scratch_bytes<Host, double>(roomy);
+  EXPECT_GE(roomy_bytes, layout_bytes + 256 * sizeof(double));
+  // Scratch for the layout alone: the same layout, without partials (they
+  // never cost a shape its row loop or its padding).
+  const auto tight = I::plan_one_sided_jacobi<Host, double>(32, 32, true, 16, layout_bytes);
+  EXPECT_FALSE(tight.lane_partials);
+  EXPECT_EQ(tight.rows_per_lane, roomy.rows_per_lane);
+  EXPECT_EQ(tight.ld_w, roomy.ld_w);
+  EXPECT_EQ(tight.ld_v, roomy.ld_v);
+  // One column has no pair.
+  const auto column = I::plan_one_sided_jacobi<Host, double>(9, 1, true, 16, 1 << 20);
+  EXPECT_FALSE(column.lane_partials);
+  // A group (plan_group_rows_per_lane): partials for all its shapes of two
+  // or more columns where all fit beside the group's row loop, else none;
+  // the loop is the same either way.
+  std::vector<I::OneSidedJacobiShape> group{roomy, tight, column};
+  EXPECT_EQ((I::plan_group_rows_per_lane<Host, double>(group, 1 << 20)), roomy.rows_per_lane);
+  EXPECT_TRUE(group[0].lane_partials);
+  EXPECT_TRUE(group[1].lane_partials);
+  EXPECT_FALSE(group[2].lane_partials);
+  std::vector<I::OneSidedJacobiShape> full{roomy, tight};
+  EXPECT_EQ((I::plan_group_rows_per_lane<Host, double>(full, layout_bytes)), roomy.rows_per_lane);
+  EXPECT_FALSE(full[0].lane_partials);
+  EXPECT_FALSE(full[1].lane_partials);
+  EXPECT_EQ(full[0].ld_w, roomy.ld_w);
+  // The choice does not depend on the job: 60 x 60 float on 16 lanes within
+  // 32768 bytes has room for the partials without V but not beside it, and
+  // takes them in neither (a values-only call gets the full call's bits).
+  for (const std::size_t limit : {std::size_t(32768), std::size_t(40936), std::size_t(1) << 20}) {
+    const auto values = I::plan_one_sided_jacobi<Host, float>(60, 60, false, 16, limit);
+    const auto vectors = I::plan_one_sided_jacobi<Host, float>(60, 60, true, 16, limit);
+    EXPECT_EQ(values.lane_partials, vectors.lane_partials) << limit;
+    std::vector<I::OneSidedJacobiShape> values_group{values, values};
+    std::vector<I::OneSidedJacobiShape> vectors_group{vectors, vectors};
+    I::plan_group_rows_per_lane<Host, float>(values_group, limit);
+    I::plan_group_rows_per_lane<Host, float>(vectors_group, limit);
+    EXPECT_EQ(values_group[0].lane_partials, vectors_group[0].lane_partials) << limit;
+  }
+  EXPECT_FALSE((I::plan_one_sided_jacobi<Host, float>(60, 60, false, 16, 32768).lane_partials));
+  EXPECT_TRUE((I::plan_one_sided_jacobi<Host, float>(60, 60, false, 16, 40936).lane_partials));
+  // sum_lane_partials: one fixed order for every count.
+  const double p[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_EQ(I::sum_lane_partials(p, 1), 1.0);
+  EXPECT_EQ(I::sum_lane_partials(p, 2), 3.0);
+  EXPECT_EQ(I::sum_lane_partials(p, 4), 10.0);
+  EXPECT_EQ(I::sum_lane_partials(p, 8), 36.0);
 }
 
 TEST(SmallSvdPlan, BoundedRowLoopVisitsEveryRowOnceAndNoneBeyond) {

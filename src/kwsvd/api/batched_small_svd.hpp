@@ -64,6 +64,7 @@ struct BatchedSmallSvdFunctor {
     ScratchVector W(member.team_scratch(0), std::size_t(shape.ld_w) * N);
     ScratchVector Vw(member.team_scratch(0), shape.vectors ? std::size_t(shape.ld_v) * N : 0);
     ScratchVector d(member.team_scratch(0), std::size_t(N));
+    ScratchVector partials(member.team_scratch(0), one_sided_lane_partial_count(shape));
     FlagVector flags(member.team_scratch(0), 2);
     StridedMatrix<const Scalar> a = A;
     a.data += b * a_batch_stride;
@@ -75,8 +76,9 @@ struct BatchedSmallSvdFunctor {
     out.V.data += b * v_batch_stride;
     one_sided_jacobi_team<RowsPerLane>(
         member, a, shape,
-        OneSidedJacobiScratch<Scalar>{W.data(), Vw.data(), d.data(), flags.data()}, out, tol,
-        max_sweeps);
+        OneSidedJacobiScratch<Scalar>{W.data(), Vw.data(), d.data(), flags.data(),
+                                      shape.lane_partials ? partials.data() : nullptr},
+        out, tol, max_sweeps);
   }
 };
 
@@ -266,11 +268,13 @@ struct SlottedSmallSvdFunctor {
     ScratchVector W(member.team_scratch(0), std::size_t(shape.ld_w) * N);
     ScratchVector Vw(member.team_scratch(0), shape.vectors ? std::size_t(shape.ld_v) * N : 0);
     ScratchVector d(member.team_scratch(0), std::size_t(N));
+    ScratchVector partials(member.team_scratch(0), one_sided_lane_partial_count(shape));
     FlagVector flags(member.team_scratch(0), 2);
     const MatrixSlot<Scalar> slot = slots(b);
     one_sided_jacobi_team<RowsPerLane>(
         member, slot.a, shape,
-        OneSidedJacobiScratch<Scalar>{W.data(), Vw.data(), d.data(), flags.data()},
+        OneSidedJacobiScratch<Scalar>{W.data(), Vw.data(), d.data(), flags.data(),
+                                      shape.lane_partials ? partials.data() : nullptr},
         OneSidedJacobiOutput<Scalar>{slot.s, slot.s_stride, slot.s_count, slot.u, slot.v,
                                      slot.info},
         tol, max_sweeps);

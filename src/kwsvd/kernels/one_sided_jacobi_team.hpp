@@ -371,6 +371,8 @@ struct OneSidedJacobiShape {
   int ld_w = 0, ld_v = 0;   // leading dimensions in scratch
   int row_block_log2 = 0;   // row_block = 1 << row_block_log2
   int rows_per_lane = 0;    // compiled block count (< 0: bounded), 0: general path
+  // The lanes' inner products summed through scratch (one_sided_jacobi_sweeps).
+  bool lane_partials = false;
 
   OneSidedJacobiShape() = default;
   KOKKOS_INLINE_FUNCTION OneSidedJacobiShape(int m_, int n_, bool vectors_)
@@ -447,12 +449,20 @@ void with_compiled_rows_per_lane(int rows_per_lane, const F& f) {
   }
 }
 
+/// Scalars of the lanes' partial inner products of `s` (one per vector index
+/// of every column pair of a step), 0 without them.
+KOKKOS_INLINE_FUNCTION std::size_t one_sided_lane_partial_count(const OneSidedJacobiShape& s) {
+  return s.lane_partials ? std::size_t((s.cols + 1) / 2) << s.row_block_log2 : 0;
+}
+
 /// Level-0 scratch bytes one team needs for `shape` (with its leading dimensions).
 template <class ExecSpace, class Scalar>
 std::size_t one_sided_jacobi_scratch_bytes(const OneSidedJacobiShape& s) {
   return scratch_bytes_for<ExecSpace, Scalar>(std::size_t(s.ld_w) * s.cols) +
          (s.vectors ? scratch_bytes_for<ExecSpace, Scalar>(std::size_t(s.ld_v) * s.cols) : 0) +
          scratch_bytes_for<ExecSpace, Scalar>(std::size_t(s.cols)) +
+         (s.lane_partials ? scratch_bytes_for<ExecSpace, Scalar>(one_sided_lane_partial_count(s))
+                          : 0) +
          scratch_bytes_for<ExecSpace, int>(2);
 }
 
@@ -496,8 +506,8 @@ KOKKOS_INLINE_FUNCTION int one_sided_row_blocks(const OneSidedJacobiShape& s) {
 /// H200, batch 1000: float 65^2 took 5.76 ms on the general loop (2.91 at
 /// 64^2, padded), 4.22 on the bounded one.
 template <class ExecSpace, class Scalar>
-OneSidedJacobiShape plan_one_sided_jacobi(int m, int n, bool vectors, int lanes,
-                                          std::size_t scratch_limit) {
+OneSidedJacobiShape plan_one_sided_jacobi_layout(int m, int n, bool vectors, int lanes,
+                                                 std::size_t scratch_limit) {
   OneSidedJacobiShape s(m, n, vectors);
   while ((1 << s.row_block_log2) < lanes)
     ++s.row_block_log2;
@@ -512,17 +522,37 @@ OneSidedJacobiShape plan_one_sided_jacobi(int m, int n, bool vectors, int lanes,
   return one_sided_jacobi_fits<ExecSpace, Scalar>(rounded, scratch_limit) ? rounded : s;
 }
 
-/// One row loop for a group of shapes planned with the same lanes
-/// (plan_one_sided_jacobi), which one launch runs: the padded loop of the
-/// most row blocks among them where every shape has a compiled count and
-/// fits `scratch_limit` padded to it (the shapes are padded); else the
-/// bounded loop of that many blocks (the shapes as planned: bounded rows
-/// need no padding); else, past the compiled counts, the general loop.
+/// plan_one_sided_jacobi_layout's shape, with the lanes' partial inner
+/// products in scratch (OneSidedJacobiShape::lane_partials) where they fit
+/// beside the layouts it chooses with and without V: they never cost a
+/// shape its row loop, and the choice does not depend on the job, so that
+/// a call for values or for one side gets the full call's bits (the row
+/// loops give the same bits whatever their padding; the two reductions
+/// round differently).
 template <class ExecSpace, class Scalar>
-int plan_group_rows_per_lane(std::vector<OneSidedJacobiShape>& shapes, std::size_t scratch_limit) {
+OneSidedJacobiShape plan_one_sided_jacobi(int m, int n, bool vectors, int lanes,
+                                          std::size_t scratch_limit) {
+  OneSidedJacobiShape s =
+      plan_one_sided_jacobi_layout<ExecSpace, Scalar>(m, n, vectors, lanes, scratch_limit);
+  bool partials = s.cols >= 2;
+  for (const bool v : {false, true}) {
+    OneSidedJacobiShape t =
+        plan_one_sided_jacobi_layout<ExecSpace, Scalar>(m, n, v, lanes, scratch_limit);
+    t.lane_partials = true;
+    partials = partials && one_sided_jacobi_fits<ExecSpace, Scalar>(t, scratch_limit);
+  }
+  s.lane_partials = partials;
+  return s;
+}
+
+/// plan_group_rows_per_lane's row loop, without the partials.
+template <class ExecSpace, class Scalar>
+int plan_group_row_loop(std::vector<OneSidedJacobiShape>& shapes, std::size_t scratch_limit) {
   int blocks = 1;
-  for (const auto& shape : shapes)
+  for (auto& shape : shapes) {
+    shape.lane_partials = false;
     blocks = std::max(blocks, one_sided_row_blocks(shape));
+  }
   int chosen = compiled_rows_per_lane(blocks);
   for (const auto& shape : shapes)
     if (chosen > 0 && !one_sided_jacobi_fits<ExecSpace, Scalar>(
@@ -535,6 +565,44 @@ int plan_group_rows_per_lane(std::vector<OneSidedJacobiShape>& shapes, std::size
       shape = shape_for_rows_per_lane<Scalar>(shape, chosen);
     shape.rows_per_lane = chosen;
   }
+  return chosen;
+}
+
+/// One row loop for a group of shapes planned with the same lanes
+/// (plan_one_sided_jacobi), which one launch runs: the padded loop of the
+/// most row blocks among them where every shape has a compiled count and
+/// fits `scratch_limit` padded to it (the shapes are padded); else the
+/// bounded loop of that many blocks (the shapes as planned: bounded rows
+/// need no padding); else, past the compiled counts, the general loop.
+/// Then the lanes' partial inner products (lane_partials) for every shape
+/// of two or more columns where they fit beside the group's loop for all
+/// of its shapes, and beside the loops the same shapes would get all with V
+/// and all without (so that, as in plan_one_sided_jacobi, the choice does
+/// not depend on the job; only a group whose shapes keep V for some and
+/// not for others under a one-sided job can differ), else for none.
+template <class ExecSpace, class Scalar>
+int plan_group_rows_per_lane(std::vector<OneSidedJacobiShape>& shapes, std::size_t scratch_limit) {
+  auto partials_fit = [&](std::vector<OneSidedJacobiShape> group) {
+    bool fit = true;
+    for (auto& shape : group) {
+      shape.lane_partials = shape.cols >= 2;
+      fit = fit && one_sided_jacobi_fits<ExecSpace, Scalar>(shape, scratch_limit);
+    }
+    return fit;
+  };
+  bool partials = true;
+  for (const bool v : {false, true}) {
+    std::vector<OneSidedJacobiShape> job;
+    for (const auto& shape : shapes)
+      job.push_back(plan_one_sided_jacobi_layout<ExecSpace, Scalar>(
+          shape.m, shape.n, v, 1 << shape.row_block_log2, scratch_limit));
+    plan_group_row_loop<ExecSpace, Scalar>(job, scratch_limit);
+    partials = partials && partials_fit(job);
+  }
+  const int chosen = plan_group_row_loop<ExecSpace, Scalar>(shapes, scratch_limit);
+  partials = partials && partials_fit(shapes);
+  for (auto& shape : shapes)
+    shape.lane_partials = partials && shape.cols >= 2;
   return chosen;
 }
 
@@ -606,10 +674,11 @@ struct PairRows<0> {
 /// Work arrays of one team, carved from level-0 scratch by the caller.
 template <class Scalar>
 struct OneSidedJacobiScratch {
-  Scalar* W;      // ld_w x cols
-  Scalar* V;      // ld_v x cols (nullptr without vectors)
-  Scalar* norm2;  // cols
-  int* rotated;   // 2 flags: "some pair rotated in this sweep", by sweep parity
+  Scalar* W;         // ld_w x cols
+  Scalar* V;         // ld_v x cols (nullptr without vectors)
+  Scalar* norm2;     // cols
+  int* rotated;      // 2 flags: "some pair rotated in this sweep", by sweep parity
+  Scalar* partials;  // one_sided_lane_partial_count (nullptr without lane_partials)
 };
 
 /// A running sum that keeps the rounding error of every addition (two_sum_add:
@@ -658,6 +727,24 @@ KOKKOS_INLINE_FUNCTION void one_sided_column_norms(const Member& member, const S
   });
 }
 
+/// p[0] + ... + p[count - 1] for count = 1, 2, 4, ... (a power of two), in
+/// one fixed order: four running sums, then (s0 + s1) + (s2 + s3). Every
+/// lane that calls it on the same values gets the same bits, and the chain
+/// of dependent additions is count / 4 + 2 long instead of count - 1.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION Scalar sum_lane_partials(const Scalar* p, int count) {
+  if (count < 4)
+    return count == 1 ? p[0] : p[0] + p[1];
+  Scalar s0 = p[0], s1 = p[1], s2 = p[2], s3 = p[3];
+  for (int l = 4; l < count; l += 4) {
+    s0 += p[l];
+    s1 += p[l + 1];
+    s2 += p[l + 2];
+    s3 += p[l + 3];
+  }
+  return (s0 + s1) + (s2 + s3);
+}
+
 /// Round-robin sweeps of the one-sided Jacobi method (W-cycle paper §II-B,
 /// §IV-B) on the N columns of W (M rows, leading dimension ldw), rotating the
 /// columns of V (N x N, leading dimension ldv; null: no vectors) alongside,
@@ -669,14 +756,17 @@ KOKKOS_INLINE_FUNCTION void one_sided_column_norms(const Member& member, const S
 /// scalars for the squared norms, rotated: two flags (both may be in
 /// scratch). Columns whose squared norm is at most `zero_column` (negative:
 /// none) are left alone. Returns the sweeps run; `converged` tells whether
-/// the last one rotated nothing. Collective; one team thread per column pair
-/// and 1 << log2 vector lanes, as one_sided_jacobi_team.
+/// the last one rotated nothing. `partials` (npairs << log2 scalars, or null):
+/// where the lanes of a pair leave their shares of its inner product (below).
+/// Collective; one team thread per column pair and 1 << log2 vector lanes, as
+/// one_sided_jacobi_team.
 template <int RowsPerLane, class Member, class Scalar>
 KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar* W, std::size_t ldw,
                                                    int M, int N, Scalar* V, std::size_t ldv,
                                                    int log2, Scalar* d, int* rotated, Scalar tol,
                                                    Scalar zero_column, int max_sweeps,
-                                                   bool& converged, bool v_padded = true) {
+                                                   bool& converged, bool v_padded = true,
+                                                   Scalar* partials = nullptr) {
   const int w_blocks =
       RowsPerLane != 0 ? row_loop_blocks(RowsPerLane) : (M + (1 << log2) - 1) >> log2;
   const int v_blocks = (N + (1 << log2) - 1) >> log2;
@@ -725,12 +815,34 @@ KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar*
         const Scalar di = d[i], dj = d[j];
         // Only a_i^T a_j is computed: the norms are cached (eq. 6).
         Scalar g = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(member, 1 << log2),
-            [&](const int lane, Scalar& acc) {
-              wrows.for_rows(lane, [&](const int r) { acc += wi[r] * wj[r]; });
-            },
-            g);
+        if (partials != nullptr) {
+          // Each lane leaves its share in scratch and every lane sums all
+          // shares in the same order. Kokkos's vector loops end with the
+          // lanes' writes visible to one another (a warp sync on CUDA, a
+          // sub-group barrier on SYCL, lockstep wavefronts on HIP; host
+          // backends run the lanes in turn). Its vector reduction instead
+          // shuffles log2 times and broadcasts, and on CUDA each shuffle
+          // with a mask known only at run time checks the warp's
+          // convergence first (MATCH.ANY, REDUX.OR, VOTE in the SASS):
+          // the reduction held 30% of the sampled warp stalls of the
+          // level-0 kernel at 32 x 32 x 100 on the H200 (16 lanes, float
+          // and double), whose steps wait on that chain; summed here,
+          // Fig. 7's points ran 2 to 15% faster (perf_tests/notes/small_svd.md).
+          Scalar* const share = partials + (std::size_t(pair) << log2);
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 1 << log2), [&](const int lane) {
+            Scalar acc = 0;
+            wrows.for_rows(lane, [&](const int r) { acc += wi[r] * wj[r]; });
+            share[lane] = acc;
+          });
+          g = sum_lane_partials(share, 1 << log2);
+        } else {
+          Kokkos::parallel_reduce(
+              Kokkos::ThreadVectorRange(member, 1 << log2),
+              [&](const int lane, Scalar& acc) {
+                wrows.for_rows(lane, [&](const int r) { acc += wi[r] * wj[r]; });
+              },
+              g);
+        }
         // Rotate when |g| > tol ||a_i|| ||a_j||, compared squared (no square
         // root) unless tol^2 d_i d_j could underflow; the scaling keeps d_i,
         // d_j and g below the row count, so nothing overflows.
@@ -854,7 +966,7 @@ KOKKOS_INLINE_FUNCTION void one_sided_jacobi_team(const Member& member,
   bool converged = false;
   const int sweeps = one_sided_jacobi_sweeps<RowsPerLane>(
       member, W, ldw, M, N, shape.vectors ? V : nullptr, ldv, log2, d, ws.rotated, tol,
-      negligible_squared_norm<Scalar>(), max_sweeps, converged);
+      negligible_squared_norm<Scalar>(), max_sweeps, converged, true, ws.partials);
   one_sided_column_norms<RowsPerLane, true>(member, W, ldw, M, N, log2, d);
   member.team_barrier();
   Kokkos::parallel_for(Kokkos::TeamVectorRange(member, N),

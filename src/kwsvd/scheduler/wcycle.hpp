@@ -1117,6 +1117,15 @@ class WcycleLevelSolver {
           plan_one_sided_jacobi<ExecSpace, Scalar>(g.rows, g.cols, false, lanes, limit_));
     }
     whole_.rows_per_lane = plan_group_rows_per_lane<ExecSpace, Scalar>(shapes, limit_);
+    // The whole sweeps reduce their lanes' inner products by Kokkos's vector
+    // reduction, not through scratch (OneSidedJacobiShape::lane_partials):
+    // compiled in, the scratch path took the float kernels of 8 row blocks
+    // from 64 to 72 registers, one team of 512 threads an SM instead of two
+    // (H200, float 100 x 63, 120 x 64 and 128 x 61 x 1000 +25%), and double
+    // 64^2 x 10 and x 100 +1.1 to 1.3%, where double x 1000 gained 3 to 4%
+    // (perf_tests/notes/small_svd.md, "Lanes' partial inner products").
+    for (auto& shape : shapes)
+      shape.lane_partials = false;
     for (const auto& shape : shapes)
       whole_.scratch =
           std::max(whole_.scratch, one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(shape));
