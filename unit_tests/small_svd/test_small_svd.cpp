@@ -641,6 +641,11 @@ TEST(SmallSvdPlan, LanePartialsTakeScratchOnlyWhereTheyFit) {
   EXPECT_FALSE(full[0].lane_partials);
   EXPECT_FALSE(full[1].lane_partials);
   EXPECT_EQ(full[0].ld_w, roomy.ld_w);
+  // The row loop alone (the W-cycle's whole-matrix sweeps): no partials.
+  std::vector<I::OneSidedJacobiShape> loop_only{roomy, tight};
+  EXPECT_EQ((I::plan_group_row_loop<Host, double>(loop_only, 1 << 20)), roomy.rows_per_lane);
+  EXPECT_FALSE(loop_only[0].lane_partials);
+  EXPECT_FALSE(loop_only[1].lane_partials);
   // The choice does not depend on the job: 60 x 60 float on 16 lanes within
   // 32768 bytes has room for the partials without V but not beside it, and
   // takes them in neither (a values-only call gets the full call's bits).

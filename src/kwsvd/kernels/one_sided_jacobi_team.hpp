@@ -545,7 +545,13 @@ OneSidedJacobiShape plan_one_sided_jacobi(int m, int n, bool vectors, int lanes,
   return s;
 }
 
-/// plan_group_rows_per_lane's row loop, without the partials.
+/// One row loop for a group of shapes planned with the same lanes
+/// (plan_one_sided_jacobi), which one launch runs: the padded loop of the
+/// most row blocks among them where every shape has a compiled count and
+/// fits `scratch_limit` padded to it (the shapes are padded); else the
+/// bounded loop of that many blocks (the shapes as planned: bounded rows
+/// need no padding); else, past the compiled counts, the general loop.
+/// Without the lanes' partial inner products (lane_partials cleared).
 template <class ExecSpace, class Scalar>
 int plan_group_row_loop(std::vector<OneSidedJacobiShape>& shapes, std::size_t scratch_limit) {
   int blocks = 1;
@@ -568,18 +574,13 @@ int plan_group_row_loop(std::vector<OneSidedJacobiShape>& shapes, std::size_t sc
   return chosen;
 }
 
-/// One row loop for a group of shapes planned with the same lanes
-/// (plan_one_sided_jacobi), which one launch runs: the padded loop of the
-/// most row blocks among them where every shape has a compiled count and
-/// fits `scratch_limit` padded to it (the shapes are padded); else the
-/// bounded loop of that many blocks (the shapes as planned: bounded rows
-/// need no padding); else, past the compiled counts, the general loop.
-/// Then the lanes' partial inner products (lane_partials) for every shape
-/// of two or more columns where they fit beside the group's loop for all
-/// of its shapes, and beside the loops the same shapes would get all with V
-/// and all without (so that, as in plan_one_sided_jacobi, the choice does
-/// not depend on the job; only a group whose shapes keep V for some and
-/// not for others under a one-sided job can differ), else for none.
+/// plan_group_row_loop's row loop, then the lanes' partial inner products
+/// (lane_partials) for every shape of two or more columns where they fit
+/// beside the group's loop for all of its shapes, and beside the loops the
+/// same shapes would get all with V and all without (so that, as in
+/// plan_one_sided_jacobi, the choice does not depend on the job; only a
+/// group whose shapes keep V for some and not for others under a one-sided
+/// job can differ), else for none.
 template <class ExecSpace, class Scalar>
 int plan_group_rows_per_lane(std::vector<OneSidedJacobiShape>& shapes, std::size_t scratch_limit) {
   auto partials_fit = [&](std::vector<OneSidedJacobiShape> group) {

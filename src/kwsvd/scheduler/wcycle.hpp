@@ -1098,7 +1098,7 @@ class WcycleLevelSolver {
   /// Plans the sweeps of the matrices swept whole: lanes per pair by
   /// whole_matrix_lanes (the level-0 kernel's, raised where that keeps the
   /// row loop compiled); one shape each (plan_one_sided_jacobi without
-  /// vectors) and one row loop for all (plan_group_rows_per_lane).
+  /// vectors) and one row loop for all (plan_group_row_loop).
   void plan_whole(const std::vector<WorkGeometry>& geometry, const std::vector<int>& whole) {
     summary_.whole_matrices = long(whole.size());
     whole_ = WholePlan{};
@@ -1116,16 +1116,15 @@ class WcycleLevelSolver {
       shapes.push_back(
           plan_one_sided_jacobi<ExecSpace, Scalar>(g.rows, g.cols, false, lanes, limit_));
     }
-    whole_.rows_per_lane = plan_group_rows_per_lane<ExecSpace, Scalar>(shapes, limit_);
-    // The whole sweeps reduce their lanes' inner products by Kokkos's vector
-    // reduction, not through scratch (OneSidedJacobiShape::lane_partials):
-    // compiled in, the scratch path took the float kernels of 8 row blocks
-    // from 64 to 72 registers, one team of 512 threads an SM instead of two
-    // (H200, float 100 x 63, 120 x 64 and 128 x 61 x 1000 +25%), and double
-    // 64^2 x 10 and x 100 +1.1 to 1.3%, where double x 1000 gained 3 to 4%
-    // (perf_tests/notes/small_svd.md, "Lanes' partial inner products").
-    for (auto& shape : shapes)
-      shape.lane_partials = false;
+    // The row loop alone (plan_group_row_loop, no lane_partials): the whole
+    // sweeps reduce their lanes' inner products by Kokkos's vector
+    // reduction, not through scratch. Compiled in, the scratch path took the
+    // float kernels of 8 row blocks from 64 to 72 registers, one team of 512
+    // threads an SM instead of two (H200, float 100 x 63, 120 x 64 and 128 x
+    // 61 x 1000 +25%), and double 64^2 x 10 and x 100 +1.1 to 1.3%, where
+    // double x 1000 gained 3 to 4% (perf_tests/notes/small_svd.md, "Lanes'
+    // partial inner products").
+    whole_.rows_per_lane = plan_group_row_loop<ExecSpace, Scalar>(shapes, limit_);
     for (const auto& shape : shapes)
       whole_.scratch =
           std::max(whole_.scratch, one_sided_jacobi_scratch_bytes<ExecSpace, Scalar>(shape));
