@@ -871,9 +871,10 @@ KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar*
           // same row offsets, so W's and V's rows turn in one vector loop.
           // Its end is one warp sync a step instead of two (on CUDA each
           // checks the warp's convergence), and V's loads go out beside
-          // W's: H200, Fig. 7's points 4 to 15% faster. Not for V in memory
-          // (the whole-matrix sweeps): there it cost 9.5% at double 64^2 x
-          // 1000 (perf_tests/notes/small_svd.md).
+          // W's (all four loaded before any store: turning W's rows and
+          // then V's gained a third less): H200, Fig. 7's points 4 to 15%
+          // faster. Not for V in memory (the whole-matrix sweeps): there it
+          // cost 9.5% at double 64^2 x 1000 (perf_tests/notes/small_svd.md).
           Scalar* const vi = V + ldv * i;
           Scalar* const vj = V + ldv * j;
           Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 1 << log2), [&](const int lane) {
@@ -887,20 +888,20 @@ KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar*
           });
         } else {
           rotate(wrows, wi, wj);
-        }
-        if (V != nullptr && !(RowsPerLane > 0 && v_padded)) {
-          // Any other V of a compiled loop takes W's row offsets bounded by
-          // its N rows (N <= M): the matrices swept whole keep V in memory
-          // (H200, double x 1000, V on the general loop -> bounded: 56^2
-          // 4.43 -> 4.26 ms, 60^2 5.13 -> 4.95).
-          if constexpr (RowsPerLane != 0) {
-            rotate(PairRows<-row_loop_blocks(RowsPerLane)>(first, w_blocks, log2, N), V + ldv * i,
-                   V + ldv * j);
-          } else {
-            int vfirst = pair;
-            while (vfirst >= v_blocks)
-              vfirst -= v_blocks;
-            rotate(PairRows<0>(vfirst, v_blocks, log2, N), V + ldv * i, V + ldv * j);
+          if (V != nullptr) {
+            // Any other V of a compiled loop takes W's row offsets bounded
+            // by its N rows (N <= M): the matrices swept whole keep V in
+            // memory (H200, double x 1000, V on the general loop ->
+            // bounded: 56^2 4.43 -> 4.26 ms, 60^2 5.13 -> 4.95).
+            if constexpr (RowsPerLane != 0) {
+              rotate(PairRows<-row_loop_blocks(RowsPerLane)>(first, w_blocks, log2, N), V + ldv * i,
+                     V + ldv * j);
+            } else {
+              int vfirst = pair;
+              while (vfirst >= v_blocks)
+                vfirst -= v_blocks;
+              rotate(PairRows<0>(vfirst, v_blocks, log2, N), V + ldv * i, V + ldv * j);
+            }
           }
         }
         // eq. (6) with the orthogonality condition folded in: the updated
