@@ -866,6 +866,13 @@ KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar*
             });
           });
         };
+        // eq. (6) with the orthogonality condition folded in: the updated
+        // squared norms are d_i - t g and d_j + t g (no cancellation).
+        auto record_rotation = [&]() {
+          d[i] = di - t * g;
+          d[j] = dj + t * g;
+          *flag = 1;
+        };
         if (RowsPerLane > 0 && v_padded && V != nullptr) {
           // A padded V (in scratch, the level-0 kernels) has W's blocks: the
           // same row offsets, so W's and V's rows turn in one vector loop.
@@ -875,6 +882,10 @@ KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar*
           // then V's gained a third less): H200, Fig. 7's points 4 to 15%
           // faster. Not for V in memory (the whole-matrix sweeps): there it
           // cost 9.5% at double 64^2 x 1000 (perf_tests/notes/small_svd.md).
+          // Lane 0 records the rotation from inside the loop: only this
+          // pair reads d_i and d_j before the step's barrier (above, before
+          // its lanes' sum), so the loop's own warp sync suffices and the
+          // Kokkos::single, a third, goes.
           Scalar* const vi = V + ldv * i;
           Scalar* const vj = V + ldv * j;
           Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 1 << log2), [&](const int lane) {
@@ -885,6 +896,8 @@ KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar*
               vi[r] = c * ur - s * zr;
               vj[r] = s * ur + c * zr;
             });
+            if (lane == 0)
+              record_rotation();
           });
         } else {
           rotate(wrows, wi, wj);
@@ -903,14 +916,8 @@ KOKKOS_INLINE_FUNCTION int one_sided_jacobi_sweeps(const Member& member, Scalar*
               rotate(PairRows<0>(vfirst, v_blocks, log2, N), V + ldv * i, V + ldv * j);
             }
           }
+          Kokkos::single(Kokkos::PerThread(member), record_rotation);
         }
-        // eq. (6) with the orthogonality condition folded in: the updated
-        // squared norms are d_i - t g and d_j + t g (no cancellation).
-        Kokkos::single(Kokkos::PerThread(member), [&]() {
-          d[i] = di - t * g;
-          d[j] = dj + t * g;
-          *flag = 1;
-        });
       });
       member.team_barrier();
     }
