@@ -512,6 +512,21 @@ TEST(SmallSvdPlan, MeasuredLanesRuleFollowsTheSweeps) {
   EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(80, 400, 15), 8);    // 6000
   EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(100, 300, 20), 8);   // 6000
   EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(128, 1000, 12), 8);  // large batches as before
+  // Up to 32 rows at large batches, four pairs or fewer take the lanes that
+  // fill a warp, as far as the rows reach: 1 pair 32, 2 pairs 16, 3 or 4
+  // pairs 8; 5 pairs or more keep 4.
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(32, 10000, 1), 32);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(32, 1000, 2), 16);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(16, 10000, 2), 16);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(8, 10000, 2), 8);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(20, 10000, 3), 8);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(32, 10000, 4), 8);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(6, 10000, 3), 8);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(4, 10000, 2), 4);  // no rows for more
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(2, 10000, 1), 4);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(32, 10000, 5), 4);  // 5 pairs: 20 threads
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(32, 10000, 16), 4);
+  EXPECT_EQ(kwsvd::Impl::lanes_per_pair_measured(32, 1000, 0), 4);  // pairs not known
 }
 
 // A row visitor for PairRows::for_rows, callable where for_rows is (host and

@@ -58,13 +58,34 @@ inline int lanes_per_pair_rule(int max_rows) {
 /// -> 0.510; double 96 x 24 x 400 0.463 -> 0.396, 200 x 20 x 400 (4000)
 /// 0.574 -> 0.510; but at 6000 8 lanes win: double 80 x 30 x 400 0.641 ->
 /// 0.804, 100 x 40 x 300 1.188 -> 1.557.
+///
+/// Four lanes at large batches assume pairs enough to fill a warp: a team
+/// of `pairs` x lanes threads takes whole warps, so a matrix of four pairs
+/// or fewer (8 columns or fewer) on four lanes leaves half a warp or more
+/// idle, with every multiprocessor at its limit of resident teams. Such
+/// matrices take twice the lanes while that still fits one warp (the 32
+/// threads of the GPU the rule was fitted on) and the rows give the lanes
+/// work: 1 pair up to 32 lanes, 2 pairs 16, 3 or 4 pairs 8. H200, batch
+/// 10000, the rule's 4 lanes against its widened choice (ms, best of two;
+/// small_svd.md, "Lanes that fill a warp"): double 32 x 2 0.075 -> 0.045,
+/// 32 x 4 0.159 -> 0.104, 16 x 4 0.111 -> 0.093, 32 x 8 0.343 -> 0.259,
+/// 28 x 7 0.331 -> 0.253, 16 x 8 0.236 -> 0.207, 8 x 8 0.192 -> 0.185,
+/// 20 x 5 0.209 -> 0.180; float 32 x 8 0.236 -> 0.182; batch 1000 up to
+/// -19% (32 x 2). 4 x 4 and 3 x 3, whose rows a fifth lane would not reach,
+/// stay on 4 (wider: +6 to +10%), and so do 5 pairs or more (32 x 10 x
+/// 10000 on 8 lanes: +23%).
 inline int lanes_per_pair_measured(int max_rows, long batch, int pairs = 0) {
   const long load = batch * pairs;
   if (batch <= 400 && max_rows > 8 &&
       (max_rows <= 32 || load <= 3200 || (max_rows > 72 && load <= 4800)))
     return 16;
-  if (max_rows <= 32)
-    return 4;
+  if (max_rows <= 32) {
+    constexpr int warp = 32;
+    int lanes = 4;
+    while (pairs > 0 && 2 * lanes * pairs <= warp && lanes < max_rows)
+      lanes *= 2;
+    return lanes;
+  }
   return max_rows <= 256 ? 8 : 16;
 }
 
