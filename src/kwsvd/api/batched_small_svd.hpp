@@ -42,6 +42,19 @@ namespace Impl {
 template <class ExecSpace, class Scalar, int RowsPerLane>
 struct BatchedSmallSvdFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  // The kernels of short row loops (up to 4 rows a lane in double, 2 in
+  // float) are compiled for teams of up to 1024 threads, which caps them at
+  // 64 registers (double's took 72 uncapped) and changes ptxas's schedule:
+  // H200, shapes of up to 32^2 at batches of 100 0.5 to 4.7% faster, of
+  // 1000 up to 3%, of 10000 within 3% either way, so the gain is not
+  // occupancy (a hundred teams leave most multiprocessors idle); float's
+  // kernel of 4 rows a lane kept its 64 registers and lost 2 to 3% capped
+  // (64^2 x 10 and x 100), so it is not capped
+  // (perf_tests/notes/small_svd.md). Host backends ignore the bounds.
+  static constexpr int capped_rows_per_lane = sizeof(Scalar) >= 8 ? 4 : 2;
+  using launch_bounds =
+      std::conditional_t<(RowsPerLane >= 1 && RowsPerLane <= capped_rows_per_lane),
+                         Kokkos::LaunchBounds<1024, 1>, Kokkos::LaunchBounds<>>;
   using ScratchVector = TeamScratch<ExecSpace, Scalar>;
   using FlagVector = TeamScratch<ExecSpace, int>;
   StridedMatrix<const Scalar> A;  // matrix 0; matrix b starts a_batch_stride later
@@ -103,19 +116,30 @@ BatchedSmallSvdFunctor<ExecSpace, Scalar, RowsPerLane> with_rows_per_lane(
           f.max_sweeps};
 }
 
+/// A functor's Kokkos::LaunchBounds (its `launch_bounds`), or none.
+template <class F, class = void>
+struct LaunchBoundsOf {
+  using type = Kokkos::LaunchBounds<>;
+};
+template <class F>
+struct LaunchBoundsOf<F, std::void_t<typename F::launch_bounds>> {
+  using type = typename F::launch_bounds;
+};
+
 /// Launches `functor` with one team per matrix (`count` of them), one team
 /// thread per column pair of a round-robin step (`pairs`; fewer if the
 /// backend cannot), `lanes` vector lanes per pair and `scratch` bytes of
 /// level-0 scratch a team: the level-0 kernel's launch, and the W-cycle's
-/// for the matrices it sweeps whole.
+/// for the matrices it sweeps whole; under the functor's launch bounds.
 template <class ExecSpace, class Functor>
 void launch_column_pair_teams(const ExecSpace& exec, const char* label, int count, int pairs,
                               int lanes, std::size_t scratch, const Functor& functor) {
-  Kokkos::TeamPolicy<ExecSpace> probe(exec, count, 1, lanes);
+  using Policy = Kokkos::TeamPolicy<ExecSpace, typename LaunchBoundsOf<Functor>::type>;
+  Policy probe(exec, count, 1, lanes);
   probe.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
   const int team_max = probe.team_size_max(functor, Kokkos::ParallelForTag());
   const int team = pairs < 1 ? 1 : (pairs < team_max ? pairs : team_max);
-  Kokkos::TeamPolicy<ExecSpace> policy(exec, count, team, lanes);
+  Policy policy(exec, count, team, lanes);
   policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
   Kokkos::parallel_for(label, policy, functor);
 }
