@@ -41,7 +41,7 @@ void random_trial(std::mt19937_64& rng, int trial) {
   o.pair_svd = rng() % 3 == 0;
   o.lanes_per_pair = pick({0, 0, 1, 2, 4, 8, 16, 32});
   o.lanes_rule = rng() % 2 ? kwsvd::LanesRule::measured : kwsvd::LanesRule::gcd;
-  o.instances = pick({0, 1, 2});
+  o.instances = pick({0, 1, 2, 3, 4});
   o.block_scratch_bytes = pick({0, 0, 40936, 16384, 8192});
   const std::vector<std::vector<int>> widths = {{}, {16}, {32, 16}, {24, 8}, {48, 16, 4}, {8}};
   o.level_widths = widths[rng() % widths.size()];

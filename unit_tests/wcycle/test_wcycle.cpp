@@ -569,7 +569,7 @@ TYPED_TEST(Wcycle, ReusedHandleGivesTheSameResultAndChecksShapes) {
         {"lanes_per_pair", [](kwsvd::SvdOptions& o) { o.lanes_per_pair = 3; }},
         {"lanes_rule", [](kwsvd::SvdOptions& o) { o.lanes_rule = kwsvd::LanesRule(9); }},
         {"job", [](kwsvd::SvdOptions& o) { o.job = kwsvd::Job(7); }},
-        {"instances", [](kwsvd::SvdOptions& o) { o.instances = 3; }},
+        {"instances", [](kwsvd::SvdOptions& o) { o.instances = 5; }},
         {"block_scratch_bytes", [](kwsvd::SvdOptions& o) { o.block_scratch_bytes = -1; }},
         {"level_widths", [](kwsvd::SvdOptions& o) {
            o.level_widths = {16, 32};
@@ -964,7 +964,7 @@ TYPED_TEST(Wcycle, RunsInOrderOnTheCallersInstance) {
 
   std::vector<Exec> streams = {Exec(), Exec()};
   if constexpr (kwsvd::Impl::splits_into_streams<Exec>())
-    streams = kwsvd::Impl::two_streams(Exec());
+    streams = kwsvd::Impl::stream_instances(Exec(), 2);
   const Exec caller = streams[0], reader = streams[1];
   const auto source = kwsvd::test::to_device<T, L>(mats, m, n);
   Kokkos::View<T***, L> A("A", batch, m, n), U("U", batch, m, k), V("V", batch, n, k);

@@ -1,5 +1,7 @@
 #include "kwsvd/api/errors.hpp"
 
+#include "kwsvd/tuning/sweep_instances.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <sstream>
@@ -180,10 +182,11 @@ void require_svd_options(const char* function, const SvdOptions& options, double
                            "must be LanesRule::measured or LanesRule::gcd, got " +
                                std::to_string(int(options.lanes_rule)));
   }
-  if (options.instances < 0 || options.instances > 2) {
-    throw_invalid_argument(
-        function, "options.instances",
-        "must be 0 (automatic), 1 or 2, got " + std::to_string(options.instances));
+  if (options.instances < 0 || options.instances > Impl::sweep_instances_max) {
+    throw_invalid_argument(function, "options.instances",
+                           "must be 0 (automatic) or 1 to " +
+                               std::to_string(Impl::sweep_instances_max) + ", got " +
+                               std::to_string(options.instances));
   }
   if (options.rank < 0) {
     throw_invalid_argument(function, "options.rank",

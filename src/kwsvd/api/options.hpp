@@ -150,15 +150,18 @@ struct SvdOptions {
   /// limit; a smaller value reproduces a GPU's choices on a host backend
   /// (whose limit is far larger), for tests.
   int block_scratch_bytes = 0;
-  /// Parts the W-cycle's matrices are swept in: 1, or 2 (alternate matrices;
+  /// Parts the W-cycle's matrices are swept in: 1 to 4 (alternate matrices;
   /// on GPU backends with Kokkos 4 or later each part runs on a stream of
   /// its own made from the caller's instance, so that one part's
-  /// memory-bound updates overlap the other's Gram EVDs and each fills the
-  /// other's partial waves; elsewhere both run on the caller's instance); 0
-  /// picks 2 for large batches on those GPU backends
-  /// (tuning/sweep_instances.hpp) and 1 elsewhere. The call still orders
-  /// itself on the caller's instance (the streams wait for it before the
-  /// sweeps, and it finishes on it). See perf_tests/notes/wcycle.md.
+  /// memory-bound updates overlap another's Gram EVDs and the parts fill
+  /// each other's partial waves; elsewhere all run on the caller's
+  /// instance, with the same results to the bit); 0 picks 2 for large
+  /// batches on those GPU backends (tuning/sweep_instances.hpp) and 1
+  /// elsewhere. 3 or 4 measured up to 7% faster than 2 for batches of 10 to
+  /// 200 of 200^2 to 1024^2 on an H200 and slower for small ones
+  /// (perf_tests/notes/wcycle.md). The call still orders itself on the
+  /// caller's instance (the streams wait for it before the sweeps, and it
+  /// finishes on it).
   int instances = 0;
   /// Most device memory (bytes) a BatchedSvd's workspace may take; 0 for no
   /// limit. A batch whose W-cycle workspace (BatchedSvd::

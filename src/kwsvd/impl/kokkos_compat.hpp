@@ -134,14 +134,27 @@ constexpr bool splits_into_streams() {
 #endif
 }
 
-// Two new instances (streams) on exec's device; for backends where
-// splits_into_streams<ExecSpace>() (callers check it first).
+// `n` new instances (streams, 1 to 4) on exec's device; for backends where
+// splits_into_streams<ExecSpace>() (callers check it first). The variadic
+// partition_space of every Kokkos 4 release, equal weights.
 template <class ExecSpace>
-std::vector<ExecSpace> two_streams(const ExecSpace& exec) {
+std::vector<ExecSpace> stream_instances(const ExecSpace& exec, int n) {
 #if KOKKOS_VERSION >= 40000
-  const auto parts = Kokkos::Experimental::partition_space(exec, 1, 1);
-  return std::vector<ExecSpace>(parts.begin(), parts.end());
+  const auto as_vector = [](const auto& parts) {
+    return std::vector<ExecSpace>(parts.begin(), parts.end());
+  };
+  switch (n) {
+    case 1:
+      return as_vector(Kokkos::Experimental::partition_space(exec, 1));
+    case 2:
+      return as_vector(Kokkos::Experimental::partition_space(exec, 1, 1));
+    case 3:
+      return as_vector(Kokkos::Experimental::partition_space(exec, 1, 1, 1));
+    default:
+      return as_vector(Kokkos::Experimental::partition_space(exec, 1, 1, 1, 1));
+  }
 #else
+  (void)n;
   return {exec};  // not reached: splits_into_streams is false before Kokkos 4
 #endif
 }

@@ -33,9 +33,9 @@
 // Design-4). One small device-to-host read per sweep (the count of active
 // matrices) ends the loop.
 //
-// On a GPU a large batch is swept in two parts (alternate matrices), each
-// with its own steps and buffers on a stream of its own
-// (SvdOptions::instances, tuning/sweep_instances.hpp), their launches
+// On a GPU a large batch is swept in two parts (alternate matrices; up to
+// four on request), each with its own steps and buffers on a stream of its
+// own (SvdOptions::instances, tuning/sweep_instances.hpp), their launches
 // interleaved: one part's memory-bound updates run beside the other's Gram
 // EVDs, and each fills the other's last, partial wave (H200: Table IV 512^2
 // 7% faster, Fig. 8(b) 512^2 x 100 14%).
@@ -532,7 +532,7 @@ class WcycleLevelSolver {
     // of its own too, so that the whole sweeps (on exec) overlap it.
     if constexpr (splits_into_streams<ExecSpace>())
       if (allocate && (parts > 1 || (!whole.empty() && !blocked.empty())))
-        streams_ = two_streams(exec);
+        streams_ = stream_instances(exec, std::max(parts, 2));
     active_ = alloc_.template zeros<int>("kwsvd::active", std::size_t(parts));
     if (allocate)
       host_active_ = Kokkos::create_mirror_view(active_);
@@ -550,7 +550,8 @@ class WcycleLevelSolver {
   /// have streams: plans that run one after another (a variable batch's
   /// rounds) then hold two streams in all, not two each.
   void share_streams(const WcycleLevelSolver& other) {
-    if (!streams_.empty() && !other.streams_.empty())
+    // A round of more parts than `other` has streams keeps its own.
+    if (!streams_.empty() && other.streams_.size() >= streams_.size())
       streams_ = other.streams_;
   }
   bool has_streams() const { return !streams_.empty(); }
@@ -648,7 +649,8 @@ class WcycleLevelSolver {
     // the parts' sweeps where those run on streams of their own (GPU
     // backends); the finish below follows it on the same instance.
     run_whole(exec, vectors ? Vw : nullptr, mask, sweeps);
-    std::array<bool, 2> running{true, true};  // per part (at most two): still sweeping
+    std::array<bool, sweep_instances_max> running{};  // per part: still sweeping
+    running.fill(true);
     std::size_t most_steps = 0;
     for (const auto& part : parts_)
       most_steps = std::max(most_steps, part.steps.size());

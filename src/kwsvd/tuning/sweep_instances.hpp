@@ -16,6 +16,9 @@
 
 namespace kwsvd::Impl {
 
+/// Most parts (SvdOptions::instances) a batch may be swept in.
+constexpr int sweep_instances_max = 4;
+
 /// Instances for a batch of working matrices with sum(M N^2) = `work`, on a
 /// backend where `streams` (two instances run concurrently).
 inline int sweep_instances(bool streams, double work) {
