@@ -526,18 +526,19 @@ class VariableBatchedSvd {
               Impl::format_bytes(limit));
     }
     arena_ = alloc.template zeros<unsigned char>("kwsvd::round_workspace", best.arena);
-    // The rounds run one after another: they share the first streams made.
-    int donor = -1;  // the first round with streams
-    for (const auto& [begin, count] : best.spans) {
+    // The rounds run one after another: they share the streams of the round
+    // with the most parts.
+    for (const auto& [begin, count] : best.spans)
       rounds_.push_back({begin, count,
                          Solver(exec, span(begin, count), options_, fn,
                                 Allocator::sharing(arena_, allocate, fn))});
-      Solver& solver = rounds_.back().solver;
-      if (donor >= 0)
-        solver.share_streams(rounds_[std::size_t(donor)].solver);
-      else if (solver.has_streams())
-        donor = int(rounds_.size()) - 1;
-    }
+    const auto donor =
+        std::max_element(rounds_.begin(), rounds_.end(), [](const auto& a, const auto& b) {
+          return a.solver.stream_count() < b.solver.stream_count();
+        });
+    for (auto& round : rounds_)
+      if (&round != &*donor)
+        round.solver.share_streams(donor->solver);
   }
 
   // Rounds of the block-rotation matrices whose arenas stay within `cap`,

@@ -134,7 +134,7 @@ constexpr bool splits_into_streams() {
 #endif
 }
 
-// `n` new instances (streams, 1 to 4) on exec's device; for backends where
+// `n` new instances (streams, 2 to 4) on exec's device; for backends where
 // splits_into_streams<ExecSpace>() (callers check it first). The variadic
 // partition_space of every Kokkos 4 release, equal weights.
 template <class ExecSpace>
@@ -144,8 +144,6 @@ std::vector<ExecSpace> stream_instances(const ExecSpace& exec, int n) {
     return std::vector<ExecSpace>(parts.begin(), parts.end());
   };
   switch (n) {
-    case 1:
-      return as_vector(Kokkos::Experimental::partition_space(exec, 1));
     case 2:
       return as_vector(Kokkos::Experimental::partition_space(exec, 1, 1));
     case 3:

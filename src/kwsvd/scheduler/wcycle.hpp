@@ -547,14 +547,13 @@ class WcycleLevelSolver {
   std::size_t arena_bytes() const { return alloc_.arena_bytes(); }
 
   /// Runs the parts on `other`'s streams instead of its own, where both
-  /// have streams: plans that run one after another (a variable batch's
-  /// rounds) then hold two streams in all, not two each.
+  /// have streams and `other` has as many: plans that run one after another
+  /// (a variable batch's rounds) then hold one set of streams in all.
   void share_streams(const WcycleLevelSolver& other) {
-    // A round of more parts than `other` has streams keeps its own.
     if (!streams_.empty() && other.streams_.size() >= streams_.size())
       streams_ = other.streams_;
   }
-  bool has_streams() const { return !streams_.empty(); }
+  std::size_t stream_count() const { return streams_.size(); }
 
   /// w_1, the column-block width of level 1.
   int width() const { return plans_.empty() ? 0 : plans_.front().w; }
