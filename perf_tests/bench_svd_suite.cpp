@@ -15,7 +15,7 @@
 //                           cores (OpenMP)
 //
 //   perf_svd_suite --suite=<smoke|paper|seed002|full> [--pair-svd=0|1]
-//                  [--level-widths=w1,w2,...] [--instances=0|1|2]
+//                  [--level-widths=w1,w2,...] [--instances=0..4]
 //                  [--lanes-per-pair=0|1|2|4|8|16|32]
 //                  [--job=vectors|values|left|right] [--full-matrices=0|1] [--rank=r]
 //                  [--level0=0|1] [--max-workspace-mb=X] [--qr=auto|always|never]

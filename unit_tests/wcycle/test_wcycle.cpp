@@ -1537,6 +1537,38 @@ TEST(WcyclePlan, SmallBatchesTakeSixOrEightBlocks) {
   EXPECT_EQ(kwsvd::wcycle_few_blocks_width({}, square(10, 140), 92682, 24, 8), 0);
 }
 
+// The default parts (SvdOptions::instances = 0) of tuning/sweep_instances.hpp:
+// one on backends without concurrent instances and for small batches, two
+// for larger ones, four in double and three in float for batches of 20 or
+// more large matrices, never more than the option's range.
+TEST(WcyclePlan, SweepInstancesFollowTheMeasuredRule) {
+  using kwsvd::Impl::sweep_instances;
+  const auto work = [](double n, int batch) { return n * n * n * batch; };  // sum of M N^2
+  EXPECT_EQ(sweep_instances(false, work(1024, 200), 200, false), 1);
+  EXPECT_EQ(sweep_instances(false, work(1024, 200), 200, true), 1);
+  for (const bool single : {false, true}) {
+    EXPECT_EQ(sweep_instances(true, work(256, 10), 10, single), 1);
+    EXPECT_EQ(sweep_instances(true, work(128, 100), 100, single), 1);
+    EXPECT_EQ(sweep_instances(true, work(512, 10), 10, single), 2);
+  }
+  EXPECT_EQ(sweep_instances(true, work(128, 200), 200, false), 4);
+  EXPECT_EQ(sweep_instances(true, work(128, 200), 200, true), 2);
+  EXPECT_EQ(sweep_instances(true, work(200, 200), 200, false), 4);
+  EXPECT_EQ(sweep_instances(true, work(200, 200), 200, true), 3);
+  EXPECT_EQ(sweep_instances(true, work(1000, 20), 20, true), 3);
+  EXPECT_EQ(sweep_instances(true, work(1024, 10), 10, false), 4);
+  EXPECT_EQ(sweep_instances(true, work(1024, 10), 10, true), 2);
+  for (int batch = 1; batch <= 4096; batch *= 2) {
+    for (const double n : {32.0, 100.0, 333.0, 1024.0, 4096.0}) {
+      for (const bool single : {false, true}) {
+        const int parts = sweep_instances(true, work(n, batch), batch, single);
+        EXPECT_GE(parts, 1);
+        EXPECT_LE(parts, kwsvd::Impl::sweep_instances_max);
+      }
+    }
+  }
+}
+
 // A level's width is narrowed as far as no matrix gets more blocks, so that
 // no pair pays the full width for a narrow last block; the engine's choice
 // reaches the plan (planned for 32 KB of scratch, as on the host backends).

@@ -524,7 +524,8 @@ class WcycleLevelSolver {
       sweep_work += double(s.rows) * double(s.cols) * double(s.cols);
     const int wanted = options.instances > 0
                            ? options.instances
-                           : sweep_instances(splits_into_streams<ExecSpace>(), sweep_work);
+                           : sweep_instances(splits_into_streams<ExecSpace>(), sweep_work,
+                                             int(blocked.size()), sizeof(Scalar) < 8);
     const int parts = std::max(1, std::min(wanted, int(blocked.size())));
     build_steps(geometry, blocked, parts);
     plan_whole(geometry, whole);

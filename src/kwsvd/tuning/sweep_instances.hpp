@@ -1,28 +1,47 @@
 #pragma once
 // On how many execution-space instances (streams) the W-cycle sweeps a
-// batch when SvdOptions::instances is 0. Two parts overlap one part's
-// memory-bound updates with the other's Gram EVDs and fill each other's
-// partial waves, but double the host's launches per step: a batch whose
+// batch when SvdOptions::instances is 0. Several parts overlap one part's
+// memory-bound updates with another's Gram EVDs and fill each other's
+// partial waves, but multiply the host's launches per step: a batch whose
 // steps are short is bound by those launches, and loses.
 //
-// Fitted to perf_svd_suite on an H200 (two instances against one, same
-// binary; perf_tests/notes/wcycle.md), with W the sum of M N^2 over the
-// working matrices (M >= N; a sweep's Gram, EVD and update work grows so).
-// From W = 4.2e8 up two won everywhere: Table IV 128^2 x 200 -14% in double,
-// -5% in float; 512^2 x 200 -7% / -10%; Fig. 8(b) 512^2 x 100 -14% / -15%,
-// 512^2 x 10 -8% / -4%. Below 3.4e8 they lost up to 19% (Fig. 8(b) 64^2 x
-// 100 +14% in double, 128^2 x 10 +12% / +19%; Table VI's groups up to 128
-// +4% to +6% in double) and won at most 4.5% (Table IV 100^2 in double).
+// Fitted to perf_svd_suite on an H200 (same binary, --instances=1..4;
+// perf_tests/notes/wcycle.md), with W the sum of M N^2 over the working
+// matrices swept in blocks (M >= N; a sweep's Gram, EVD and update work
+// grows so) and `matrices` their count.
+//
+// Two against one: from W = 4.2e8 up two won everywhere (Table IV 128^2 x
+// 200 -14% in double, -5% in float; Fig. 8(b) 512^2 x 100 -14% / -15%);
+// below 3.4e8 they lost up to 19% (Fig. 8(b) 64^2 x 100 +14% in double,
+// 128^2 x 10 +12% / +19%).
+//
+// Four (double) and three (float) against two, where two are taken: double
+// gained at every batch of 20 or more (200^2 x 200 -5.3%, 1000^2 x 20 -5.4%,
+// 384^2 x 100 -3.9%, 128^2 x 200 -3.1%; batch 1000 within 0.3%) and at
+// batch 10 only once the matrices are large (1024^2 x 10 -6.7%; 512^2 x 10
+// -0.0%). Float's steps are half as long, so its extra parts' launches
+// cost more: three gained from W = 1.6e9 at 20 matrices or more (200^2 x
+// 200 -4.7%, 384^2 x 100 -4.7%, 256^2 x 200 -4.4%, 1000^2 x 20 -2.2%) and
+// lost below (128^2 x 200 +2.2%) and at batch 10 (512^2 x 10 +3.9%).
+// Checked on an H100 against two parts, best of two rounds: -0.2% to -6.5%
+// wherever it takes three or four, five new shapes included (double 160^2
+// x 200 -5.3%, float 2000 x 200 x 100 -6.9%), within 0.5% where it keeps
+// two.
 
 namespace kwsvd::Impl {
 
 /// Most parts (SvdOptions::instances) a batch may be swept in.
 constexpr int sweep_instances_max = 4;
 
-/// Instances for a batch of working matrices with sum(M N^2) = `work`, on a
-/// backend where `streams` (two instances run concurrently).
-inline int sweep_instances(bool streams, double work) {
-  return streams && work >= 3.5e8 ? 2 : 1;
+/// Instances for `matrices` working matrices swept in blocks with
+/// sum(M N^2) = `work`, in single or double precision, on a backend where
+/// `streams` (instances run concurrently).
+inline int sweep_instances(bool streams, double work, int matrices, bool single_precision) {
+  if (!streams || work < 3.5e8)
+    return 1;
+  if (single_precision)
+    return matrices >= 20 && work >= 1.5e9 ? 3 : 2;
+  return matrices >= 20 || work >= 5e9 ? 4 : 2;
 }
 
 }  // namespace kwsvd::Impl
