@@ -33,11 +33,12 @@
 // Design-4). One small device-to-host read per sweep (the count of active
 // matrices) ends the loop.
 //
-// On a GPU a large batch is swept in two parts (alternate matrices; up to
-// four on request), each with its own steps and buffers on a stream of its
-// own (SvdOptions::instances, tuning/sweep_instances.hpp), their launches
-// interleaved: one part's memory-bound updates run beside the other's Gram
-// EVDs, and each fills the other's last, partial wave (H200: Table IV 512^2
+// On a GPU a large batch is swept in two to four parts (alternate matrices;
+// how many by the batch's work, count and precision), each with its own
+// steps and buffers on a stream of its own (SvdOptions::instances,
+// tuning/sweep_instances.hpp), their launches interleaved: one part's
+// memory-bound updates run beside another's Gram EVDs, and each fills the
+// others' last, partial waves (H200, two parts against one: Table IV 512^2
 // 7% faster, Fig. 8(b) 512^2 x 100 14%).
 //
 // A matrix whose working matrix fits level-0 scratch on its own, but not
