@@ -1539,8 +1539,9 @@ TEST(WcyclePlan, SmallBatchesTakeSixOrEightBlocks) {
 
 // The default parts (SvdOptions::instances = 0) of tuning/sweep_instances.hpp:
 // one on backends without concurrent instances and for small batches, two
-// for larger ones, four in double and three in float for batches of 20 or
-// more large matrices, never more than the option's range.
+// for larger ones (in double from less work at 20 matrices or more), four in
+// double and three in float for batches of 20 or more large matrices, never
+// more than the option's range.
 TEST(WcyclePlan, SweepInstancesFollowTheMeasuredRule) {
   using kwsvd::Impl::sweep_instances;
   const auto work = [](double n, int batch) { return n * n * n * batch; };  // sum of M N^2
@@ -1548,9 +1549,12 @@ TEST(WcyclePlan, SweepInstancesFollowTheMeasuredRule) {
   EXPECT_EQ(sweep_instances(false, work(1024, 200), 200, true), 1);
   for (const bool single : {false, true}) {
     EXPECT_EQ(sweep_instances(true, work(256, 10), 10, single), 1);
-    EXPECT_EQ(sweep_instances(true, work(128, 100), 100, single), 1);
     EXPECT_EQ(sweep_instances(true, work(512, 10), 10, single), 2);
   }
+  EXPECT_EQ(sweep_instances(true, work(128, 100), 100, false), 2);
+  EXPECT_EQ(sweep_instances(true, work(128, 100), 100, true), 1);
+  EXPECT_EQ(sweep_instances(true, work(256, 20), 20, false), 2);
+  EXPECT_EQ(sweep_instances(true, 300.0 * 100 * 100 * 30, 30, false), 1);
   EXPECT_EQ(sweep_instances(true, work(128, 200), 200, false), 4);
   EXPECT_EQ(sweep_instances(true, work(128, 200), 200, true), 2);
   EXPECT_EQ(sweep_instances(true, work(200, 200), 200, false), 4);

@@ -156,11 +156,12 @@ struct SvdOptions {
   /// memory-bound updates overlap another's Gram EVDs and the parts fill
   /// each other's partial waves; elsewhere all run on the caller's
   /// instance, with the same results to the bit); 0 picks by the batch's
-  /// work on those GPU backends (tuning/sweep_instances.hpp: 1 for small
-  /// batches, 2 for larger ones, 4 in double and 3 in float for batches of
-  /// 20 or more large matrices, where they measured up to 7% faster than 2
-  /// on an H200; perf_tests/notes/wcycle.md) and 1 elsewhere. The call
-  /// still orders itself on the
+  /// work, count and precision on those GPU backends
+  /// (tuning/sweep_instances.hpp: 1 for small batches, 2 for larger ones, 4
+  /// in double and 3 in float for batches of 20 or more large matrices,
+  /// where they measured up to 7% faster than 2 on an H200 and an H100;
+  /// perf_tests/notes/wcycle.md) and 1 elsewhere. The call still orders
+  /// itself on the
   /// caller's instance (the streams wait for it before the sweeps, and it
   /// finishes on it).
   int instances = 0;

@@ -27,6 +27,17 @@
 // wherever it takes three or four, five new shapes included (double 160^2
 // x 200 -5.3%, float 2000 x 200 x 100 -6.9%), within 0.5% where it keeps
 // two.
+//
+// Below W = 3.5e8 (H100, today's kernels, 1 / 2 / 4 parts, best of two
+// rounds): double batches of 20 or more gain from two parts from W = 1.5e8
+// (100^2 x 200 -6.7%, 96^2 x 300 -6.5%, 256^2 x 20 -6.4%, 240^2 x 20
+// -6.2%, 400 x 100 x 40 -3.6%; the worst +1.5% at 128^2 x 80) and lose
+// below it (300 x 100 x 30 +1.3%, 256 x 64 x 100 +1.1%); four parts need
+// about 1e8 of W a part (4 against 2: 200^2 x 25 +9%, 256^2 x 20 +3%,
+// 128^2 x 200 at 4.2e8 -3.7%). Float there is no rule of W: two parts gain
+// at 100^2 x 200 and 112^2 x 200 (-6.7%, -8.7%) and lose at most shapes
+// around them (96^2 x 200 +4.5%, 128^2 x 100 +3.7%, 160^2 x 50 +5.2%), so
+// float keeps one.
 
 namespace kwsvd::Impl {
 
@@ -37,11 +48,13 @@ constexpr int sweep_instances_max = 4;
 /// sum(M N^2) = `work`, in single or double precision, on a backend where
 /// `streams` (instances run concurrently).
 inline int sweep_instances(bool streams, double work, int matrices, bool single_precision) {
-  if (!streams || work < 3.5e8)
+  if (!streams)
     return 1;
   if (single_precision)
-    return matrices >= 20 && work >= 1.5e9 ? 3 : 2;
-  return matrices >= 20 || work >= 5e9 ? 4 : 2;
+    return work < 3.5e8 ? 1 : matrices >= 20 && work >= 1.5e9 ? 3 : 2;
+  if (matrices >= 20)
+    return work >= 4e8 ? 4 : work >= 1.5e8 ? 2 : 1;
+  return work >= 5e9 ? 4 : work >= 3.5e8 ? 2 : 1;
 }
 
 }  // namespace kwsvd::Impl
