@@ -10,7 +10,8 @@
 // matrices swept in blocks (M >= N; a sweep's Gram, EVD and update work
 // grows so) and `matrices` their count.
 //
-// Two against one: from W = 4.2e8 up two won everywhere (Table IV 128^2 x
+// Two against one (H200, the kernels of its first fit; the H100 figures
+// below are today's): from W = 4.2e8 up two won everywhere (Table IV 128^2 x
 // 200 -14% in double, -5% in float; Fig. 8(b) 512^2 x 100 -14% / -15%);
 // below 3.4e8 they lost up to 19% (Fig. 8(b) 64^2 x 100 +14% in double,
 // 128^2 x 10 +12% / +19%).
