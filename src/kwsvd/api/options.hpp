@@ -161,9 +161,8 @@ struct SvdOptions {
   /// in double and 3 in float for batches of 20 or more large matrices,
   /// where they measured up to 7% faster than 2 on an H200 and an H100;
   /// perf_tests/notes/wcycle.md) and 1 elsewhere. The call still orders
-  /// itself on the
-  /// caller's instance (the streams wait for it before the sweeps, and it
-  /// finishes on it).
+  /// itself on the caller's instance (the streams wait for it before the
+  /// sweeps, and it finishes on it).
   int instances = 0;
   /// Most device memory (bytes) a BatchedSvd's workspace may take; 0 for no
   /// limit. A batch whose W-cycle workspace (BatchedSvd::

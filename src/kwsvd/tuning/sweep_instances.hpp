@@ -5,8 +5,8 @@
 // partial waves, but multiply the host's launches per step: a batch whose
 // steps are short is bound by those launches, and loses.
 //
-// Fitted to perf_svd_suite on an H200 (same binary, --instances=1..4;
-// perf_tests/notes/wcycle.md), with W the sum of M N^2 over the working
+// Fitted to perf_svd_suite on an H200 and an H100 (same binary,
+// --instances=1..4; perf_tests/notes/wcycle.md), with W the sum of M N^2 over the working
 // matrices swept in blocks (M >= N; a sweep's Gram, EVD and update work
 // grows so) and `matrices` their count.
 //
