@@ -6,15 +6,15 @@
 // steps are short is bound by those launches, and loses.
 //
 // Fitted to perf_svd_suite on an H200 and an H100 (same binary,
-// --instances=1..4; perf_tests/notes/wcycle.md), with W the sum of M N^2 over the working
-// matrices swept in blocks (M >= N; a sweep's Gram, EVD and update work
-// grows so) and `matrices` their count.
+// --instances=1..4; perf_tests/notes/wcycle.md), with W the sum of M N^2
+// over the working matrices swept in blocks (M >= N; a sweep's Gram, EVD
+// and update work grows so) and `matrices` their count.
 //
-// Two against one (H200, the kernels of its first fit; the H100 figures
-// below are today's): from W = 4.2e8 up two won everywhere (Table IV 128^2 x
-// 200 -14% in double, -5% in float; Fig. 8(b) 512^2 x 100 -14% / -15%);
-// below 3.4e8 they lost up to 19% (Fig. 8(b) 64^2 x 100 +14% in double,
-// 128^2 x 10 +12% / +19%).
+// Two against one (H200, the kernels of its first fit, 2026-11-22; the
+// H100 figures below are of 2026-12-07's kernels): from W = 4.2e8 up two
+// won everywhere (Table IV 128^2 x 200 -14% in double, -5% in float; Fig.
+// 8(b) 512^2 x 100 -14% / -15%); below 3.4e8 they lost up to 19% (Fig.
+// 8(b) 64^2 x 100 +14% in double, 128^2 x 10 +12% / +19%).
 //
 // Four (double) and three (float) against two, where two are taken: double
 // gained at every batch of 20 or more (200^2 x 200 -5.3%, 1000^2 x 20 -5.4%,
@@ -29,7 +29,7 @@
 // x 200 -5.3%, float 2000 x 200 x 100 -6.9%), within 0.5% where it keeps
 // two.
 //
-// Below W = 3.5e8 (H100, today's kernels, 1 / 2 / 4 parts, best of two
+// Below W = 3.5e8 (H100, 2026-12-07's kernels, 1 / 2 / 4 parts, best of two
 // rounds): double batches of 20 or more gain from two parts from W = 1.5e8
 // (100^2 x 200 -6.7%, 96^2 x 300 -6.5%, 256^2 x 20 -6.4%, 240^2 x 20
 // -6.2%, 400 x 100 x 40 -3.6%; the worst +1.5% at 128^2 x 80) and lose
