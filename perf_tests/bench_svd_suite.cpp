@@ -52,7 +52,8 @@
 // .../group:L/batch:B for a mixed-size group whose shapes are drawn
 // uniformly in (L/2, L] x (L/2, L] (fixed seed; the paper's Table VI groups
 // SuiteSparse matrices by the same bound). Every entry records the time per
-// call (manual, device-timed), GFLOP/s by the fixed nominal count of
+// call (manual, device-timed; the mean of the timed calls, with reps, min_ms
+// and max_ms for their count and spread), GFLOP/s by the fixed nominal count of
 // svd_bench_common.hpp, the batch's max residual and orthogonality (first
 // matrices) and, for kwsvd, the mean sweeps. scripts/perf-suite runs a suite
 // and makes the report (perf_tests/report/make_report.py).
@@ -64,6 +65,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -210,9 +212,12 @@ double nominal_flops(const std::vector<MatrixShape>& shapes) {
 // setup above it - allocation, data, handles, the accuracy check - runs once):
 // a first call, untimed warm-up unless it took over half a second (first
 // launches load kernels lazily; on long calls that is noise), then enough
-// timed calls for about 0.2 s, at most 50. The reported time is their mean.
-// `before` restores an input the call overwrites, outside the timing. A
-// failed call is reported as a skip.
+// timed calls for about 0.2 s, at most 50. The reported time is their mean;
+// counters min_ms and max_ms give the fastest and slowest of them, so that a
+// baseline whose calls spread (gesvdaStridedBatched's batch-10 calls from
+// 256^2 move by up to 72% between machines: perf_tests/notes/wcycle.md) shows
+// whether every call or a few were slow. `before` restores an input the call
+// overwrites, outside the timing. A failed call is reported as a skip.
 template <class Call>
 void timed_loop(benchmark::State& state, Call&& call, const std::function<void()>& before = {}) {
   kwsvd::bench::DeviceTimer timer;
@@ -231,21 +236,28 @@ void timed_loop(benchmark::State& state, Call&& call, const std::function<void()
       state.SkipWithError("the call failed");
       return;
     }
+    double fastest = first, slowest = first;
     if (first > 0.5) {
       total = first;
       reps = 1;
     } else {
       const int want = std::clamp(int(0.2 / std::max(first, 1e-6)), 2, 50);
+      fastest = std::numeric_limits<double>::infinity();
+      slowest = 0;
       for (; reps < want; ++reps) {
         if (!timed(t)) {
           state.SkipWithError("the call failed");
           return;
         }
         total += t;
+        fastest = std::min(fastest, t);
+        slowest = std::max(slowest, t);
       }
     }
     state.SetIterationTime(total / reps);
     state.counters["reps"] = reps;
+    state.counters["min_ms"] = fastest * 1e3;
+    state.counters["max_ms"] = slowest * 1e3;
   }
 }
 
