@@ -215,7 +215,7 @@ double nominal_flops(const std::vector<MatrixShape>& shapes) {
 // timed calls for about 0.2 s, at most 50. The reported time is their mean;
 // counters min_ms and max_ms give the fastest and slowest of them, so that a
 // baseline whose calls spread (gesvdaStridedBatched's batch-10 calls from
-// 256^2 move by up to 72% between machines: perf_tests/notes/wcycle.md) shows
+// 256^2 move by up to 72% between processes: perf_tests/notes/wcycle.md) shows
 // whether every call or a few were slow. `before` restores an input the call
 // overwrites, outside the timing. A failed call is reported as a skip.
 template <class Call>
