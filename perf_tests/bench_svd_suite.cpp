@@ -230,28 +230,29 @@ void timed_loop(benchmark::State& state, Call&& call, const std::function<void()
     return ok;
   };
   for (auto _ : state) {
-    double first = 0, total = 0, t = 0;
+    double first = 0, t = 0, total = 0;
+    double fastest = std::numeric_limits<double>::infinity(), slowest = 0;
     int reps = 0;
+    auto count = [&](double seconds) {
+      total += seconds;
+      fastest = std::min(fastest, seconds);
+      slowest = std::max(slowest, seconds);
+      ++reps;
+    };
     if (!timed(first)) {
       state.SkipWithError("the call failed");
       return;
     }
-    double fastest = first, slowest = first;
     if (first > 0.5) {
-      total = first;
-      reps = 1;
+      count(first);
     } else {
       const int want = std::clamp(int(0.2 / std::max(first, 1e-6)), 2, 50);
-      fastest = std::numeric_limits<double>::infinity();
-      slowest = 0;
-      for (; reps < want; ++reps) {
+      while (reps < want) {
         if (!timed(t)) {
           state.SkipWithError("the call failed");
           return;
         }
-        total += t;
-        fastest = std::min(fastest, t);
-        slowest = std::max(slowest, t);
+        count(t);
       }
     }
     state.SetIterationTime(total / reps);
