@@ -55,6 +55,8 @@ struct BatchedSmallSvdFunctor {
   using launch_bounds =
       std::conditional_t<(RowsPerLane >= 1 && RowsPerLane <= capped_rows_per_lane),
                          Kokkos::LaunchBounds<1024, 1>, Kokkos::LaunchBounds<>>;
+  using ScratchVector = TeamScratch<ExecSpace, Scalar>;
+  using FlagVector = TeamScratch<ExecSpace, int>;
   StridedMatrix<const Scalar> A;  // matrix 0; matrix b starts a_batch_stride later
   std::ptrdiff_t a_batch_stride;
   Scalar* S;
@@ -70,10 +72,13 @@ struct BatchedSmallSvdFunctor {
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const int b = member.league_rank();
-    // Carved first, as one_sided_jacobi_scratch_bytes sized it (carving after the
-    // pointers below changed ptxas's register allocation: up to 8 more registers).
-    const OneSidedJacobiScratch<Scalar> work =
-        carve_one_sided_jacobi_scratch<ExecSpace, Scalar>(member, shape);
+    const int N = shape.cols;
+    // Carved exactly as one_sided_jacobi_scratch_bytes sized them.
+    ScratchVector W(member.team_scratch(0), std::size_t(shape.ld_w) * N);
+    ScratchVector Vw(member.team_scratch(0), shape.vectors ? std::size_t(shape.ld_v) * N : 0);
+    ScratchVector d(member.team_scratch(0), std::size_t(N));
+    ScratchVector partials(member.team_scratch(0), one_sided_lane_partial_count(shape));
+    FlagVector flags(member.team_scratch(0), 2);
     StridedMatrix<const Scalar> a = A;
     a.data += b * a_batch_stride;
     OneSidedJacobiOutput<Scalar> out{S + b * s_batch_stride, s_stride, s_count, U, V,
@@ -82,7 +87,11 @@ struct BatchedSmallSvdFunctor {
     // (Offsets under a null test took 8 more registers.)
     out.U.data += b * u_batch_stride;
     out.V.data += b * v_batch_stride;
-    one_sided_jacobi_team<RowsPerLane>(member, a, shape, work, out, tol, max_sweeps);
+    one_sided_jacobi_team<RowsPerLane>(
+        member, a, shape,
+        OneSidedJacobiScratch<Scalar>{W.data(), Vw.data(), d.data(), flags.data(),
+                                      shape.lane_partials ? partials.data() : nullptr},
+        out, tol, max_sweeps);
   }
 };
 
@@ -267,6 +276,8 @@ bool solves_at_level0(int m, int n, long batch, const SvdOptions& options) {
 template <class ExecSpace, class Scalar, int RowsPerLane = 0>
 struct SlottedSmallSvdFunctor {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using ScratchVector = TeamScratch<ExecSpace, Scalar>;
+  using FlagVector = TeamScratch<ExecSpace, int>;
   IndexedSlots<Scalar> slots;
   const OneSidedJacobiShape* shapes;
   bool vectors;  // the call computes vectors (else values only: V not rotated)
@@ -277,11 +288,17 @@ struct SlottedSmallSvdFunctor {
     const int b = member.league_rank();
     OneSidedJacobiShape shape = shapes[b];
     shape.vectors = shape.vectors && vectors;
-    const OneSidedJacobiScratch<Scalar> work =
-        carve_one_sided_jacobi_scratch<ExecSpace, Scalar>(member, shape);
+    const int N = shape.cols;
+    ScratchVector W(member.team_scratch(0), std::size_t(shape.ld_w) * N);
+    ScratchVector Vw(member.team_scratch(0), shape.vectors ? std::size_t(shape.ld_v) * N : 0);
+    ScratchVector d(member.team_scratch(0), std::size_t(N));
+    ScratchVector partials(member.team_scratch(0), one_sided_lane_partial_count(shape));
+    FlagVector flags(member.team_scratch(0), 2);
     const MatrixSlot<Scalar> slot = slots(b);
     one_sided_jacobi_team<RowsPerLane>(
-        member, slot.a, shape, work,
+        member, slot.a, shape,
+        OneSidedJacobiScratch<Scalar>{W.data(), Vw.data(), d.data(), flags.data(),
+                                      shape.lane_partials ? partials.data() : nullptr},
         OneSidedJacobiOutput<Scalar>{slot.s, slot.s_stride, slot.s_count, slot.u, slot.v,
                                      slot.info},
         tol, max_sweeps);

@@ -682,22 +682,6 @@ struct OneSidedJacobiScratch {
   Scalar* partials;  // one_sided_lane_partial_count (nullptr without lane_partials)
 };
 
-/// A team's work arrays for `s`, carved from its level-0 scratch in the order
-/// and sizes one_sided_jacobi_scratch_bytes counts (W, V, the norms, the lane
-/// partials, the flags), so that the launch's request and the carving agree.
-template <class ExecSpace, class Scalar, class Member>
-KOKKOS_INLINE_FUNCTION OneSidedJacobiScratch<Scalar> carve_one_sided_jacobi_scratch(
-    const Member& member, const OneSidedJacobiShape& s) {
-  using ScratchVector = TeamScratch<ExecSpace, Scalar>;
-  ScratchVector W(member.team_scratch(0), std::size_t(s.ld_w) * s.cols);
-  ScratchVector V(member.team_scratch(0), s.vectors ? std::size_t(s.ld_v) * s.cols : 0);
-  ScratchVector norm2(member.team_scratch(0), std::size_t(s.cols));
-  ScratchVector partials(member.team_scratch(0), one_sided_lane_partial_count(s));
-  TeamScratch<ExecSpace, int> rotated(member.team_scratch(0), 2);
-  return {W.data(), V.data(), norm2.data(), rotated.data(),
-          s.lane_partials ? partials.data() : nullptr};
-}
-
 /// A running sum that keeps the rounding error of every addition (two_sum_add:
 /// to the bit the error Neumaier's variant of Kahan's summation keeps) and
 /// adds it back at the end: a sum of n terms is then accurate to about 2u
