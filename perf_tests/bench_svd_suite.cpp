@@ -230,7 +230,7 @@ void timed_loop(benchmark::State& state, Call&& call, const std::function<void()
     return ok;
   };
   for (auto _ : state) {
-    double first = 0, t = 0, total = 0;
+    double first = 0, total = 0;
     double fastest = std::numeric_limits<double>::infinity(), slowest = 0;
     int reps = 0;
     auto count = [&](double seconds) {
@@ -248,6 +248,7 @@ void timed_loop(benchmark::State& state, Call&& call, const std::function<void()
     } else {
       const int want = std::clamp(int(0.2 / std::max(first, 1e-6)), 2, 50);
       while (reps < want) {
+        double t = 0;
         if (!timed(t)) {
           state.SkipWithError("the call failed");
           return;
