@@ -73,7 +73,10 @@ struct BatchedSmallSvdFunctor {
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const int b = member.league_rank();
     const int N = shape.cols;
-    // Carved exactly as one_sided_jacobi_scratch_bytes sized them.
+    // Carved exactly as one_sided_jacobi_scratch_bytes sized them. The slotted
+    // functor below repeats these lines on purpose: one shared helper changed
+    // these kernels' code and cost float up to 4.7% on an H100
+    // (perf_tests/notes/small_svd.md, "One carving of the level-0 scratch").
     ScratchVector W(member.team_scratch(0), std::size_t(shape.ld_w) * N);
     ScratchVector Vw(member.team_scratch(0), shape.vectors ? std::size_t(shape.ld_v) * N : 0);
     ScratchVector d(member.team_scratch(0), std::size_t(N));
